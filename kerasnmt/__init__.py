@@ -1,0 +1,5 @@
+"""kerasnmt: Keras-native neural machine translation."""
+
+from kerasnmt import data, layers
+
+__version__ = "0.1.0"

@@ -1,0 +1,1 @@
+"""Vocabularies, SentencePiece training and tf.data pipelines."""

@@ -1,0 +1,1 @@
+"""Public Keras layers of kerasnmt."""
