@@ -1,0 +1,39 @@
+"""The base of kerasnmt's string layers (tokenizers, vocabulary lookup, alignments)."""
+
+import keras
+import tensorflow as tf
+
+
+class PreprocessingLayer(keras.layers.Layer):
+    """A layer that takes strings (Python, NumPy or tensors) and runs only TensorFlow ops.
+
+    Keras converts positional inputs to floating tensors and refuses Python strings; string
+    layers convert their own inputs instead (as keras-hub's preprocessing layers do). They
+    never run under XLA (`supports_jit = False`) and have no weights.
+
+    Args:
+        **kwargs: passed to `keras.layers.Layer` (e.g. `name`).
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.supports_jit = False
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
+        self.built = True
+
+
+def drop_padding_tokens(tokens):
+    """Returns tokens as a 1-D tensor or a `[B, None]` ragged tensor without "" padding.
+
+    Args:
+        tokens: 1-D tokens, or `[B, L]` tokens, dense (padded with "") or ragged.
+    """
+    if not isinstance(tokens, tf.RaggedTensor):
+        tokens = tf.convert_to_tensor(tokens, dtype=tf.string)
+    if tokens.shape.rank not in (1, 2):
+        raise ValueError(f"expected 1-D or 2-D tokens, got shape {tokens.shape}")
+    keep = tf.not_equal(tokens, "")
+    if tokens.shape.rank == 1:
+        return tf.boolean_mask(tokens, keep)
+    return tf.ragged.boolean_mask(tokens, keep)

@@ -1,0 +1,63 @@
+"""Splits text on whitespace, for corpora that are already tokenized."""
+
+import keras
+import tensorflow as tf
+
+from kerasnmt.layers.preprocessing_layer import PreprocessingLayer, drop_padding_tokens
+
+
+@keras.saving.register_keras_serializable(package="kerasnmt")
+class WhitespaceTokenizer(PreprocessingLayer):
+    """Splits strings into tokens on runs of whitespace, and joins tokens back with spaces.
+
+    This is the tokenizer of pre-tokenized corpora (OpenNMT-tf's default `SpaceTokenizer`):
+    leading, trailing and repeated whitespace (spaces, tabs, newlines) produce no token, so an
+    empty or whitespace-only string gives zero tokens. Only core TensorFlow ops are used, so a
+    SavedModel holding this layer loads without extra op libraries.
+
+    Args:
+        **kwargs: passed to `keras.layers.Layer` (e.g. `name`).
+
+    Call arguments:
+        inputs: a string scalar (one sentence) or a 1-D string tensor `[B]` (a batch).
+
+    Returns:
+        For a scalar, a 1-D string tensor of tokens; for `[B]`, a string `tf.RaggedTensor`
+        `[B, None]`.
+
+    Example:
+    >>> tokenizer = WhitespaceTokenizer()
+    >>> tokenizer(" ▁he  ▁can\\t").numpy().tolist() == ["▁he".encode(), "▁can".encode()]
+    True
+    >>> tokenizer(["a b c", "  "]).to_list()
+    [[b'a', b'b', b'c'], []]
+    >>> tokenizer.detokenize([["a", "b", ""], ["c", "", ""]]).numpy().tolist()
+    [b'a b', b'c']
+
+    Reference:
+        [OpenNMT-tf `SpaceTokenizer`](https://github.com/OpenNMT/OpenNMT-tf/blob/master/opennmt/tokenizers/tokenizer.py)
+    """
+
+    def call(self, inputs):
+        inputs = tf.convert_to_tensor(inputs, dtype=tf.string)
+        if inputs.shape.rank not in (0, 1):
+            raise ValueError(
+                f"WhitespaceTokenizer expects a string scalar or a 1-D batch of strings, "
+                f"got shape {inputs.shape}"
+            )
+        return tf.strings.split(inputs)
+
+    def detokenize(self, tokens):
+        """Joins tokens with single spaces.
+
+        Args:
+            tokens: 1-D tokens, or `[B, L]` tokens as a `tf.RaggedTensor` or a dense tensor.
+                The empty string is padding (from `padded_batch` or `to_tensor()`) and is
+                skipped.
+
+        Returns:
+            A string scalar for 1-D tokens, else a `[B]` string tensor.
+        """
+        tokens = drop_padding_tokens(tokens)
+        return tf.strings.reduce_join(tokens, axis=-1, separator=" ")
+
