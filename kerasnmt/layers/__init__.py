@@ -1,7 +1,9 @@
 """Public Keras layers of kerasnmt."""
 
+from kerasnmt.layers.sentencepiece_tokenizer import SentencePieceTokenizer
 from kerasnmt.layers.whitespace_tokenizer import WhitespaceTokenizer
 
 __all__ = [
+    "SentencePieceTokenizer",
     "WhitespaceTokenizer",
 ]

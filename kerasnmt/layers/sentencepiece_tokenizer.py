@@ -1,0 +1,110 @@
+"""Splits raw text into SentencePiece pieces in the TensorFlow graph."""
+
+import base64
+import os
+
+import keras
+import sentencepiece
+import tensorflow as tf
+import tensorflow_text
+
+from kerasnmt.layers.preprocessing_layer import PreprocessingLayer, drop_padding_tokens
+
+
+@keras.saving.register_keras_serializable(package="kerasnmt")
+class SentencePieceTokenizer(PreprocessingLayer):
+    """Splits raw strings into SentencePiece pieces (strings) and joins pieces back into text.
+
+    Tokenization runs in-graph through `tensorflow_text.SentencepieceTokenizer`, so the layer
+    works eagerly (returning tensors), inside `tf.data`, inside a `keras.Model` and in an
+    exported SavedModel (which then needs `import tensorflow_text` to load in Python; TF Serving
+    links these ops). Pieces, not ids, come out: a `VocabLookup` maps them to the ids of an
+    OpenNMT-format vocabulary, which keeps `<blank>`, `<s>`, `</s>` at 0, 1, 2 whatever the
+    SentencePiece model's own numbering.
+
+    The serialized model is embedded in `get_config()` (base64), so `from_config` alone rebuilds
+    a working layer and a `.keras` file is self-contained: no asset file to keep next to it.
+
+    Args:
+        model: a path to a SentencePiece `.model` file, or the serialized model as `bytes`.
+        **kwargs: passed to `keras.layers.Layer` (e.g. `name`).
+
+    Call arguments:
+        inputs: a string scalar (one sentence) or a 1-D string tensor `[B]` (a batch). Empty and
+            whitespace-only strings give zero pieces.
+
+    Returns:
+        For a scalar, a 1-D string tensor of pieces; for `[B]`, a string `tf.RaggedTensor`
+        `[B, None]`.
+
+    Example:
+    >>> import io, sentencepiece
+    >>> model = io.BytesIO()
+    >>> sentencepiece.SentencePieceTrainer.train(
+    ...     sentence_iterator=iter(["he can", "door open", "I like it"] * 5),
+    ...     model_writer=model, model_type="word", vocab_size=10, minloglevel=2)
+    >>> tokenizer = SentencePieceTokenizer(model.getvalue())
+    >>> [piece.decode() for piece in tokenizer("he can").numpy()]
+    ['▁he', '▁can']
+    >>> tokenizer.detokenize(tokenizer(["door open", "I like it"])).numpy().tolist()
+    [b'door open', b'I like it']
+
+    Reference:
+        [Kudo and Richardson, 2018](https://arxiv.org/abs/1808.06226)
+    """
+
+    def __init__(self, model, **kwargs):
+        super().__init__(**kwargs)
+        self.model = model
+        self.proto = _read_model(model)
+        self._sentencepiece = tensorflow_text.SentencepieceTokenizer(
+            self.proto, out_type=tf.string
+        )
+
+    def call(self, inputs):
+        inputs = tf.convert_to_tensor(inputs, dtype=tf.string)
+        if inputs.shape.rank not in (0, 1):
+            raise ValueError(
+                f"SentencePieceTokenizer expects a string scalar or a 1-D batch of strings, "
+                f"got shape {inputs.shape}"
+            )
+        return self._sentencepiece.tokenize(inputs)
+
+    def detokenize(self, pieces):
+        """Joins pieces back into text (`▁` becomes a space, the leading one is dropped).
+
+        Args:
+            pieces: 1-D pieces, or `[B, L]` pieces as a `tf.RaggedTensor` or a dense tensor.
+                The empty string is padding (from `padded_batch` or `to_tensor()`) and is
+                skipped.
+
+        Returns:
+            A string scalar for 1-D pieces, else a `[B]` string tensor.
+        """
+        return self._sentencepiece.detokenize(drop_padding_tokens(pieces))
+
+    def get_config(self):
+        config = super().get_config()
+        config["model"] = base64.b64encode(self.proto).decode("ascii")
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["model"] = base64.b64decode(config["model"])
+        return cls(**config)
+
+
+def _read_model(model):
+    """The serialized SentencePiece model from bytes or a file, checked to parse."""
+    if isinstance(model, bytes):
+        proto, origin = model, "the given bytes"
+    else:
+        path = os.fspath(model)
+        with tf.io.gfile.GFile(path, "rb") as file:
+            proto, origin = file.read(), path
+    try:
+        sentencepiece.SentencePieceProcessor(model_proto=proto)
+    except RuntimeError as error:
+        raise ValueError(f"{origin}: not a SentencePiece model ({error})") from None
+    return proto
