@@ -1,0 +1,209 @@
+"""The `kerasnmt` command.
+
+Each subcommand is one function decorated with `@subcommand`: it receives its
+`argparse` parser, adds its arguments, and returns the function that runs it with the
+parsed arguments. The function's name (underscores become dashes) names the
+subcommand, the first line of its docstring is the one-line help and the whole
+docstring the description shown by `kerasnmt SUBCOMMAND --help`.
+
+Bad input (unreadable or malformed files, impossible option values) ends the command
+with a one-line message on stderr and exit status 2, without a traceback.
+"""
+
+import argparse
+import inspect
+import sys
+
+from kerasnmt.data.sentencepiece_trainer import MODEL_TYPES, train_sentencepiece
+from kerasnmt.data.text_files import ERROR_POLICIES
+from kerasnmt.data.vocabulary import load_vocabulary, save_vocabulary
+from kerasnmt.data.vocabulary_builder import build_vocabulary
+
+PROGRAM = "kerasnmt"
+BAD_INPUT_STATUS = 2
+_SUBCOMMANDS = []
+
+
+def subcommand(add_arguments):
+    """Registers a subcommand builder `add_arguments(parser) -> run(args)`."""
+    _SUBCOMMANDS.append(add_arguments)
+    return add_arguments
+
+
+def positive_int(text):
+    """An `argparse` type: an integer of at least 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, not {text}")
+    return value
+
+
+def byte_budget(text):
+    """An `argparse` type: a positive number of bytes (`1e6` accepted), or `all`."""
+    if text == "all":
+        return None
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number or 'all', not {text}")
+    return value
+
+
+@subcommand
+def build_vocab(parser):
+    """Build a vocabulary file from tokenized text, or train a SentencePiece model.
+
+    Without --sentencepiece: count the tokens of tokenized text (split on whitespace;
+    empty and whitespace-only lines add nothing) and write an OpenNMT-format
+    vocabulary to --output: <blank>, <s>, </s>, then the tokens by decreasing
+    frequency, ties by increasing token (code point order).
+
+    With --sentencepiece: train a SentencePiece model on raw text sampled with
+    Tensor2Tensor's byte budget and write OUTPUT.model and OUTPUT.vocab, the
+    vocabulary listing <blank>, <s>, </s>, then the model's pieces in id order.
+
+    Input files are UTF-8, one sentence a line, plain or gzip (name ending .gz).
+    """
+    parser.add_argument("files", nargs="+", metavar="FILE", help="input text files")
+    parser.add_argument(
+        "--output", "-o", required=True,
+        help="the vocabulary file to write; with --sentencepiece, the prefix of "
+        "OUTPUT.model and OUTPUT.vocab",
+    )
+    parser.add_argument(
+        "--size", type=positive_int,
+        help="the number of vocabulary entries, counting <blank>, <s>, </s> (as "
+        "OpenNMT-tf's onmt-build-vocab); without --sentencepiece, keep only the SIZE - 3 "
+        "most frequent tokens (default: keep all); required with --sentencepiece, "
+        "where it is the SentencePiece vocabulary size",
+    )
+    parser.add_argument(
+        "--min-frequency", type=positive_int, default=1,
+        help="keep only tokens seen at least this many times (default: %(default)s; "
+        "not with --sentencepiece)",
+    )
+    parser.add_argument(
+        "--size-multiple", type=positive_int,
+        help="make the number of entries + 1 (the unknown-token id) a multiple of this, "
+        "e.g. 8 for float16: without --sentencepiece by appending the filler tokens "
+        "averyunlikelytoken0, averyunlikelytoken1, ...; with --sentencepiece by raising "
+        "--size",
+    )
+    parser.add_argument(
+        "--sentencepiece", action="store_true",
+        help="train a SentencePiece model on raw (untokenized) text instead of counting tokens",
+    )
+    parser.add_argument(
+        "--file-byte-budget", type=byte_budget, metavar="BYTES",
+        help="with --sentencepiece, how much text to sample from each file: every k-th "
+        "line with k chosen from the file size, stopping once BYTES characters are taken "
+        "(Tensor2Tensor's sampling); 'all' takes every line (default: 1e6)",
+    )
+    parser.add_argument(
+        "--model-type", choices=MODEL_TYPES,
+        help="with --sentencepiece, the SentencePiece algorithm (default: unigram)",
+    )
+    parser.add_argument(
+        "--character-coverage", type=float,
+        help="with --sentencepiece, the share of characters the model covers (default: "
+        "1.0; 0.9995 suits Chinese or Japanese)",
+    )
+    parser.add_argument(
+        "--utf8-errors", choices=ERROR_POLICIES, default="strict",
+        help="on bytes that are not UTF-8: 'strict' stops with an error naming the file "
+        "and line, 'replace' reads them as U+FFFD (default: %(default)s)",
+    )
+
+    def run(args):
+        if args.sentencepiece:
+            if args.size is None:
+                parser.error("--sentencepiece needs --size")
+            if args.min_frequency != 1:
+                parser.error("--min-frequency does not apply to --sentencepiece")
+            vocabulary = train_sentencepiece(
+                args.files,
+                args.output,
+                args.size,
+                file_byte_budget=1e6 if args.file_byte_budget is None else args.file_byte_budget,
+                model_type=args.model_type or "unigram",
+                character_coverage=(
+                    1.0 if args.character_coverage is None else args.character_coverage
+                ),
+                size_multiple=args.size_multiple,
+                errors=args.utf8_errors,
+            )
+            print(f"wrote {args.output}.model and {args.output}.vocab "
+                  f"({len(vocabulary)} entries)")
+            return
+        for option in ("file_byte_budget", "model_type", "character_coverage"):
+            if getattr(args, option) is not None:
+                parser.error(f"--{option.replace('_', '-')} needs --sentencepiece")
+        vocabulary = build_vocabulary(
+            args.files,
+            size=args.size,
+            min_frequency=args.min_frequency,
+            size_multiple=args.size_multiple,
+            errors=args.utf8_errors,
+        )
+        save_vocabulary(vocabulary, args.output)
+        print(f"wrote {args.output} ({len(vocabulary)} entries)")
+
+    return run
+
+
+@subcommand
+def check_vocab(parser):
+    """Check that vocabulary files follow the OpenNMT conventions.
+
+    Each file must be UTF-8, one token a line, start with <blank>, <s>, </s> and hold
+    no empty, whitespace-containing or repeated token. Prints the number of entries
+    of each file; the first bad file stops the command with an error naming its line.
+    """
+    parser.add_argument("files", nargs="+", metavar="FILE", help="vocabulary files")
+
+    def run(args):
+        for path in args.files:
+            tokens = load_vocabulary(path)
+            print(f"{path}: {len(tokens)} entries, {len(tokens) + 1} ids with the "
+                  "unknown token")
+
+    return run
+
+
+def make_parser():
+    """The `kerasnmt` argument parser with every registered subcommand."""
+    parser = argparse.ArgumentParser(
+        prog=PROGRAM, description="Keras-native neural machine translation."
+    )
+    subparsers = parser.add_subparsers(dest="subcommand", metavar="SUBCOMMAND", required=True)
+    for add_arguments in _SUBCOMMANDS:
+        doc = inspect.cleandoc(add_arguments.__doc__)
+        subparser = subparsers.add_parser(
+            add_arguments.__name__.replace("_", "-"),
+            help=doc.splitlines()[0],
+            description=doc,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        subparser.set_defaults(run=add_arguments(subparser))
+    return parser
+
+
+def main(argv=None):
+    """Runs `kerasnmt` with `argv` (default: `sys.argv[1:]`) and returns the exit status.
+
+    Usage errors exit through `argparse` (status 2, with the usage line). Bad input
+    found while running (`ValueError`, which covers `CorpusError` and
+    `VocabularyError`, and `OSError` such as a missing file) prints
+    `kerasnmt SUBCOMMAND: error: MESSAGE` on one line and returns 2.
+    """
+    args = make_parser().parse_args(argv)
+    try:
+        args.run(args)
+    except (ValueError, OSError) as error:
+        message = " ".join(str(error).split())
+        print(f"{PROGRAM} {args.subcommand}: error: {message}", file=sys.stderr)
+        return BAD_INPUT_STATUS
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,223 @@
+import gzip
+import subprocess
+import sys
+
+import pytest
+import sentencepiece
+
+from kerasnmt import cli
+from kerasnmt.data.vocabulary import load_vocabulary
+
+SPECIALS = ["<blank>", "<s>", "</s>"]
+SENTENCES = [
+    "Two young guys with shaggy hair look at their hands while hanging out in the yard.",
+    "Several men in hard hats are operating a giant pulley system.",
+    "A little girl climbing into a wooden playhouse.",
+    "A man in a blue shirt is standing on a ladder cleaning a window.",
+    "Two men are at the stove preparing food.",
+    "A man in green holds a guitar while the other man observes his shirt.",
+    "A man is smiling at a stuffed lion.",
+    "A trendy girl talking on her cellphone while gliding slowly down the street.",
+    "A woman with a large purse is walking by a gate.",
+    "Boys dancing on poles in the middle of the night.",
+]
+
+
+@pytest.fixture
+def tokenized(tmp_path):
+    """Hand count: the 4; a 2, cat 2, dog 2; and 1, end 1, mat 1, on 1, sat 1."""
+    first = tmp_path / "train.tok"
+    first.write_text("the cat sat on the mat\n\n   \nthe dog\n", encoding="utf-8")
+    second = tmp_path / "more.tok.gz"
+    second.write_bytes(gzip.compress(b"a cat and a dog\n\t\nthe end\n"))
+    return [str(first), str(second)]
+
+
+@pytest.fixture
+def raw(tmp_path):
+    path = tmp_path / "train.en"
+    path.write_text("\n".join(SENTENCES * 3) + "\n", encoding="utf-8")
+    return str(path)
+
+
+def run_cli(capsys, *argv):
+    status = cli.main([str(arg) for arg in argv])
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def run_usage_error(capsys, *argv):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main([str(arg) for arg in argv])
+    return exit_info.value.code, capsys.readouterr().err
+
+
+def test_help_explains_every_option(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["build-vocab", "--help"])
+    assert exit_info.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    for option in ["--output", "--size", "--min-frequency", "--size-multiple", "--sentencepiece",
+                   "--file-byte-budget", "--model-type", "--character-coverage", "--utf8-errors"]:
+        assert option in text
+    assert "counting <blank>, <s>, </s>" in text
+    assert "averyunlikelytoken0" in text
+
+
+def test_top_level_help_lists_subcommands(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert "build-vocab" in out and "check-vocab" in out
+
+
+def test_a_subcommand_is_required(capsys):
+    code, err = run_usage_error(capsys)
+    assert code == 2
+    assert "SUBCOMMAND" in err
+
+
+def test_build_vocab_counts_tokens(tmp_path, capsys, tokenized):
+    output = tmp_path / "vocab.txt"
+    status, out, _ = run_cli(capsys, "build-vocab", *tokenized, "--output", output)
+    assert status == 0
+    assert load_vocabulary(output) == SPECIALS + [
+        "the", "a", "cat", "dog", "and", "end", "mat", "on", "sat",
+    ]
+    assert out == f"wrote {output} (12 entries)\n"
+
+
+def test_build_vocab_size_min_frequency_size_multiple(tmp_path, capsys, tokenized):
+    output = tmp_path / "vocab.txt"
+    assert run_cli(capsys, "build-vocab", *tokenized, "-o", output, "--size", 5)[0] == 0
+    assert load_vocabulary(output) == SPECIALS + ["the", "a"]
+    assert run_cli(capsys, "build-vocab", *tokenized, "-o", output, "--min-frequency", 2)[0] == 0
+    assert load_vocabulary(output) == SPECIALS + ["the", "a", "cat", "dog"]
+    # 12 entries + 1 = 13 -> 16: three fillers.
+    assert run_cli(capsys, "build-vocab", *tokenized, "-o", output, "--size-multiple", 8)[0] == 0
+    assert load_vocabulary(output)[12:] == [f"averyunlikelytoken{i}" for i in range(3)]
+
+
+def test_build_vocab_sentencepiece(tmp_path, capsys, raw):
+    prefix = tmp_path / "sp"
+    status, out, _ = run_cli(capsys, "build-vocab", raw, "-o", prefix, "--sentencepiece",
+                             "--size", 45, "--size-multiple", 8, "--model-type", "bpe",
+                             "--file-byte-budget", "all")
+    assert status == 0
+    vocabulary = load_vocabulary(f"{prefix}.vocab")
+    assert len(vocabulary) == 47  # 45 + 1 -> 48
+    processor = sentencepiece.SentencePieceProcessor(model_file=f"{prefix}.model")
+    assert vocabulary == SPECIALS + [processor.id_to_piece(i) for i in range(3, len(processor))]
+    assert out == f"wrote {prefix}.model and {prefix}.vocab (47 entries)\n"
+
+
+def test_sentencepiece_byte_budget_is_passed_on(tmp_path, capsys, raw):
+    # A budget of 1 character: countermax = int(size / 2) skips every line of the file but
+    # none is taken, so SentencePiece gets nothing.
+    status, _, err = run_cli(capsys, "build-vocab", raw, "-o", tmp_path / "sp", "--sentencepiece",
+                             "--size", 40, "--file-byte-budget", 1)
+    assert status == 2
+    assert "no text to train SentencePiece on" in err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--sentencepiece"], "--sentencepiece needs --size"),
+    (["--sentencepiece", "--size", "40", "--min-frequency", "2"],
+     "--min-frequency does not apply to --sentencepiece"),
+    (["--model-type", "bpe"], "--model-type needs --sentencepiece"),
+    (["--file-byte-budget", "1e6"], "--file-byte-budget needs --sentencepiece"),
+    (["--character-coverage", "0.99"], "--character-coverage needs --sentencepiece"),
+    (["--size", "0"], "--size: must be a positive integer"),
+    (["--size-multiple", "-8"], "--size-multiple: must be a positive integer"),
+    (["--sentencepiece", "--size", "40", "--file-byte-budget", "0"],
+     "--file-byte-budget: must be a positive number or 'all'"),
+    (["--model-type", "wordpiece"], "invalid choice: 'wordpiece'"),
+])
+def test_option_misuse_is_a_usage_error(tmp_path, capsys, tokenized, argv, message):
+    code, err = run_usage_error(capsys, "build-vocab", *tokenized, "-o", tmp_path / "v", *argv)
+    assert code == 2
+    assert message in err
+    assert not (tmp_path / "v").exists()
+
+
+def assert_one_line_error(status, err, *fragments):
+    assert status == 2
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("kerasnmt ")
+    assert ": error: " in lines[0]
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+def test_non_utf8_corpus_line(tmp_path, capsys):
+    path = tmp_path / "bad.tok"
+    path.write_bytes(b"good line\n\nbad \xc3\x28 line\n")
+    status, _, err = run_cli(capsys, "build-vocab", path, "-o", tmp_path / "v")
+    assert_one_line_error(status, err, "kerasnmt build-vocab: error:", f"{path}, line 3",
+                          "not valid UTF-8", "offset 4 of the line")
+    assert not (tmp_path / "v").exists()
+
+
+def test_non_utf8_corpus_line_replaced_on_request(tmp_path, capsys):
+    path = tmp_path / "bad.tok"
+    path.write_bytes(b"bad \xc3\x28 line\n")
+    status, _, _ = run_cli(capsys, "build-vocab", path, "-o", tmp_path / "v",
+                           "--utf8-errors", "replace")
+    assert status == 0
+    # U+FFFD replaces the lone \xc3 only; "(" stays in the same token.
+    assert load_vocabulary(tmp_path / "v") == SPECIALS + ["bad", "line", "\ufffd("]
+
+
+@pytest.mark.parametrize("sentencepiece_options", [[], ["--sentencepiece", "--size", "40"]])
+def test_empty_corpus(tmp_path, capsys, sentencepiece_options):
+    path = tmp_path / "empty.txt"
+    path.write_text("\n   \n\t\n", encoding="utf-8")
+    status, _, err = run_cli(capsys, "build-vocab", path, "-o", tmp_path / "v",
+                             *sentencepiece_options)
+    assert_one_line_error(status, err, str(path), "only empty or whitespace-only lines")
+
+
+def test_missing_input_file(tmp_path, capsys):
+    status, _, err = run_cli(capsys, "build-vocab", tmp_path / "nope.txt", "-o", tmp_path / "v")
+    assert_one_line_error(status, err, "No such file or directory", "nope.txt")
+
+
+def test_check_vocab_accepts_a_good_file(tmp_path, capsys):
+    path = tmp_path / "vocab.txt"
+    path.write_text("<blank>\n<s>\n</s>\n▁he\n▁can\n", encoding="utf-8")
+    status, out, _ = run_cli(capsys, "check-vocab", path)
+    assert status == 0
+    assert out == f"{path}: 5 entries, 6 ids with the unknown token\n"
+
+
+def test_check_vocab_duplicate_token(tmp_path, capsys):
+    path = tmp_path / "vocab.txt"
+    path.write_text("<blank>\n<s>\n</s>\nx\ny\nx\n", encoding="utf-8")
+    status, _, err = run_cli(capsys, "check-vocab", path)
+    assert_one_line_error(status, err, "kerasnmt check-vocab: error:",
+                          "line 6: duplicate token 'x' (first seen on line 4)")
+
+
+def test_check_vocab_missing_special_tokens(tmp_path, capsys):
+    path = tmp_path / "vocab.txt"
+    path.write_text("a\nb\n", encoding="utf-8")
+    status, _, err = run_cli(capsys, "check-vocab", path)
+    assert_one_line_error(status, err, "must start with <blank>, <s>, </s>")
+
+
+def test_command_line_process_exits_2_without_traceback(tmp_path):
+    path = tmp_path / "bad.tok"
+    path.write_bytes(b"ok\n\xff\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "kerasnmt.cli", "build-vocab", str(path), "-o",
+         str(tmp_path / "v")],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    # TensorFlow may log while kerasnmt imports; the command's own message is one line, last.
+    errors = [line for line in result.stderr.splitlines() if line.startswith("kerasnmt")]
+    assert errors == [result.stderr.splitlines()[-1]]
+    assert f"{path}, line 2: not valid UTF-8" in errors[0]
