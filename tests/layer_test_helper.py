@@ -163,7 +163,10 @@ def _run_one_fit_step(layer_cls, init_kwargs, args, call_kwargs):
 
     model.compile(optimizer=keras.optimizers.SGD(0.1), loss=squared_output)
     before = [w.numpy().copy() for w in model.trainable_weights]
-    dataset = tf.data.Dataset.from_tensors((tuple(args), tf.zeros([1])))
-    model.fit(dataset.map(lambda x, y: (list(x), y)), epochs=1, verbose=0)
+    # Targets shaped like the outputs, so that a layer with several outputs gets the loss on
+    # each; inputs as a tuple, not a list: tf.data would stack a list into one tensor.
+    targets = tf.nest.map_structure(tf.zeros_like, first_output)
+    dataset = tf.data.Dataset.from_tensors((tuple(args), targets))
+    model.fit(dataset, epochs=1, verbose=0)
     after = [w.numpy() for w in model.trainable_weights]
     assert any(not np.allclose(b, a) for b, a in zip(before, after)), "fit did not update weights"
