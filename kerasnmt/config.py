@@ -1,0 +1,964 @@
+"""The YAML run configuration, with OpenNMT-tf's key names where they exist.
+
+A run configuration is a YAML file with the sections `data`, `model`, `params`, `train`,
+`eval` and `infer`, plus the top-level `model_dir`:
+
+```yaml
+model_dir: run/ende
+data:
+  source_vocabulary: vocab.en
+  target_vocabulary: vocab.de
+  train_features_file: train.en
+  train_labels_file: train.de
+train:
+  batch_size: 4096
+```
+
+`load_config` reads it, merges it onto the defaults (`default_config()`), and checks
+everything before any work starts: unknown keys (with a "did you mean" suggestion), wrong
+types, values out of range or not among the choices, files that do not exist, and options
+that contradict each other. Every mistake is reported with its key path, all of them at
+once, in one `ConfigError`. File paths are resolved relative to the directory of the
+configuration file.
+
+`config_reference()` renders the schema below as the Markdown tables of
+`docs/training.md`; `python -m kerasnmt.config` prints them.
+"""
+
+import copy
+import dataclasses
+import difflib
+import inspect
+import os
+import re
+from typing import Any
+
+import yaml
+
+
+class ConfigError(ValueError):
+    """Mistakes in a run configuration.
+
+    Args:
+        source: the configuration file (or a description of where the values came from).
+        errors: one message a mistake, each starting with its key path.
+
+    Example:
+
+    >>> error = ConfigError("run.yml", ["train.batch_size: expected an integer >= 1, got 0"])
+    >>> print(error)
+    run.yml: 1 error in the configuration:
+      train.batch_size: expected an integer >= 1, got 0
+    """
+
+    def __init__(self, source, errors):
+        self.source = source
+        self.errors = list(errors)
+        count = len(self.errors)
+        lines = "\n".join(f"  {error}" for error in self.errors)
+        super().__init__(
+            f"{source}: {count} error{'s' if count != 1 else ''} in the configuration:\n{lines}"
+        )
+
+
+class _Invalid(Exception):
+    """A value that does not fit its option; the message says what was expected."""
+
+
+def _got(value):
+    return f"got {value!r}" if not isinstance(value, bool) else f"got {str(value).lower()}"
+
+
+# ---------------------------------------------------------------------------------------
+# Kinds of values. Each has `describe()` (for the docs and the error messages) and
+# `check(value, base_dir)`, which returns the value to keep or raises _Invalid.
+# ---------------------------------------------------------------------------------------
+
+# PyYAML follows YAML 1.1, where `1e-4` (no decimal point) is a string, not a float.
+_SCIENTIFIC_NOTATION = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)[eE][+-]?\d+$")
+
+
+class _Kind:
+    nullable = False
+
+    def describe(self):
+        text = self._describe()
+        return f"{text}, or null" if self.nullable else text
+
+    def check(self, value, base_dir):
+        if value is None:
+            if self.nullable:
+                return None
+            raise _Invalid(f"expected {self.describe()}, got null")
+        return self._check(value, base_dir)
+
+
+class _Integer(_Kind):
+    def __init__(self, minimum=None, nullable=False):
+        self.minimum = minimum
+        self.nullable = nullable
+
+    def _describe(self):
+        return "an integer" if self.minimum is None else f"an integer >= {self.minimum}"
+
+    def _check(self, value, base_dir):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise _Invalid(f"expected {self.describe()}, {_got(value)}")
+        if self.minimum is not None and value < self.minimum:
+            raise _Invalid(f"expected {self.describe()}, {_got(value)}")
+        return value
+
+
+class _Number(_Kind):
+    """A float in a range; `closed` says which ends belong to it."""
+
+    def __init__(self, minimum=None, maximum=None, closed=(True, True), nullable=False):
+        self.minimum = minimum
+        self.maximum = maximum
+        self.closed = closed
+        self.nullable = nullable
+
+    def _describe(self):
+        if self.minimum is not None and self.maximum is not None:
+            left = "[" if self.closed[0] else "("
+            right = "]" if self.closed[1] else ")"
+            return f"a number in {left}{self.minimum}, {self.maximum}{right}"
+        if self.minimum is not None:
+            return f"a number {'>=' if self.closed[0] else '>'} {self.minimum}"
+        return "a number"
+
+    def _check(self, value, base_dir):
+        if isinstance(value, str) and _SCIENTIFIC_NOTATION.match(value.strip()):
+            value = float(value)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise _Invalid(f"expected {self.describe()}, {_got(value)}")
+        too_small = self.minimum is not None and (
+            value < self.minimum or (value == self.minimum and not self.closed[0])
+        )
+        too_large = self.maximum is not None and (
+            value > self.maximum or (value == self.maximum and not self.closed[1])
+        )
+        if too_small or too_large:
+            raise _Invalid(f"expected {self.describe()}, {_got(value)}")
+        return float(value)
+
+
+class _Boolean(_Kind):
+    def _describe(self):
+        return "true or false"
+
+    def _check(self, value, base_dir):
+        if not isinstance(value, bool):
+            raise _Invalid(f"expected {self.describe()}, {_got(value)}")
+        return value
+
+
+class _Choice(_Kind):
+    """One of a few strings; `None` among the choices makes the option nullable."""
+
+    def __init__(self, *choices, case_sensitive=True):
+        self.choices = [choice for choice in choices if choice is not None]
+        self.nullable = None in choices
+        self.case_sensitive = case_sensitive
+
+    def _describe(self):
+        return "one of " + ", ".join(self.choices)
+
+    def _check(self, value, base_dir):
+        if isinstance(value, str):
+            for choice in self.choices:
+                if value == choice or (not self.case_sensitive and value.lower() == choice):
+                    return choice
+        message = f"expected {self.describe()}, {_got(value)}"
+        if isinstance(value, str):
+            by_lowercase = {choice.lower(): choice for choice in self.choices}
+            close = difflib.get_close_matches(value.lower(), by_lowercase, n=1, cutoff=0.6)
+            if close:
+                message += f" (did you mean {by_lowercase[close[0]]!r}?)"
+        raise _Invalid(message)
+
+
+class _ChoiceList(_Choice):
+    """One of the choices or a list of them; kept as a list."""
+
+    def _describe(self):
+        return "one or a list of " + ", ".join(self.choices)
+
+    def _check(self, value, base_dir):
+        checked = []
+        for item in value if isinstance(value, list) else [value]:
+            checked.append(super()._check(item, base_dir))
+        return checked
+
+
+def _resolve(path, base_dir):
+    return os.path.normpath(os.path.join(base_dir, os.path.expanduser(path)))
+
+
+class _Path(_Kind):
+    """A file (or, with `directory=True`, a directory that may not exist yet)."""
+
+    nullable = True
+
+    def __init__(self, directory=False):
+        self.directory = directory
+
+    def _describe(self):
+        return "a directory path" if self.directory else "a path to an existing file"
+
+    def _check(self, value, base_dir):
+        if not isinstance(value, str) or not value:
+            raise _Invalid(f"expected {self.describe()}, {_got(value)}")
+        path = _resolve(value, base_dir)
+        if self.directory:
+            if os.path.exists(path) and not os.path.isdir(path):
+                raise _Invalid(f"{path} exists and is not a directory")
+        elif not os.path.isfile(path):
+            where = "" if os.path.isabs(os.path.expanduser(value)) else f" (relative to {base_dir})"
+            raise _Invalid(f"file not found: {path}{where}")
+        return path
+
+
+class _PathList(_Path):
+    """One existing file or a list of them (several training corpora); kept as a list."""
+
+    def _describe(self):
+        return "a path to an existing file, or a list of them"
+
+    def _check(self, value, base_dir):
+        values = value if isinstance(value, list) else [value]
+        if not values:
+            raise _Invalid(f"expected {self.describe()}, got an empty list")
+        paths, problems = [], []
+        for index, item in enumerate(values):
+            try:
+                paths.append(super()._check(item, base_dir))
+            except _Invalid as error:
+                problems.append(f"[{index}] {error}" if isinstance(value, list) else str(error))
+        if problems:
+            raise _Invalid("; ".join(problems))
+        return paths
+
+
+class _NumberList(_Kind):
+    nullable = True
+
+    def _describe(self):
+        return "a list of numbers > 0"
+
+    def _check(self, value, base_dir):
+        positive = _Number(minimum=0, closed=(False, True))
+        if not isinstance(value, list) or not value:
+            raise _Invalid(f"expected {self.describe()}, {_got(value)}")
+        try:
+            return [positive.check(item, base_dir) for item in value]
+        except _Invalid:
+            raise _Invalid(f"expected {self.describe()}, {_got(value)}") from None
+
+
+class _Layers(_Kind):
+    def _describe(self):
+        return "an integer >= 1, or a list [encoder_layers, decoder_layers]"
+
+    def _check(self, value, base_dir):
+        one = _Integer(minimum=1)
+        try:
+            if isinstance(value, list) and len(value) == 2:
+                return [one.check(item, base_dir) for item in value]
+            return one.check(value, base_dir)
+        except _Invalid:
+            raise _Invalid(f"expected {self.describe()}, {_got(value)}") from None
+
+
+class _Mapping(_Kind):
+    """Free-form keyword arguments with scalar values (checked against their use later)."""
+
+    def _describe(self):
+        return "a mapping of names to values"
+
+    def _check(self, value, base_dir):
+        if not isinstance(value, dict):
+            raise _Invalid(f"expected {self.describe()}, {_got(value)}")
+        for name, item in value.items():
+            if not isinstance(name, str) or isinstance(item, (dict, list)):
+                raise _Invalid(f"expected {self.describe()}, got {name!r}: {item!r}")
+        return dict(value)
+
+
+def _keras_optimizer_names():
+    """The optimizer classes that `keras.optimizers` offers, by name."""
+    import keras  # Imported when a configuration is checked, not with this module.
+
+    wrappers = ("LossScaleOptimizer", "MultiOptimizer", "Optimizer")
+    return sorted(
+        name
+        for name, value in vars(keras.optimizers).items()
+        if inspect.isclass(value)
+        and issubclass(value, keras.optimizers.Optimizer)
+        and name not in wrappers
+    )
+
+
+class _OptimizerName(_Choice):
+    """Any optimizer class of `keras.optimizers`, looked up when a configuration is read."""
+
+    def __init__(self):
+        self.nullable = False
+        self.case_sensitive = True
+
+    @property
+    def choices(self):
+        return _keras_optimizer_names()
+
+    def _describe(self):
+        return "the name of an optimizer class in keras.optimizers"
+
+
+# ---------------------------------------------------------------------------------------
+# The schema.
+# ---------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _Option:
+    default: Any
+    kind: _Kind
+    doc: str
+
+
+_SCHEMA = {
+    "model_dir": _Option(
+        None,
+        _Path(directory=True),
+        "Directory for checkpoints, TensorBoard logs and exports; created if it does not exist.",
+    ),
+    "data": {
+        "source_vocabulary": _Option(
+            None,
+            _Path(),
+            "Source vocabulary: one token a line, starting with `<blank>`, `<s>`, `</s>` "
+            "(OpenNMT-tf format). Tokens not in it map to one unknown id.",
+        ),
+        "target_vocabulary": _Option(
+            None, _Path(), "Target vocabulary, in the same format as `source_vocabulary`."
+        ),
+        "source_sentencepiece": _Option(
+            None,
+            _Path(),
+            "SentencePiece model (`.model`) that splits the source text into pieces. "
+            "When null, the source is split on whitespace.",
+        ),
+        "target_sentencepiece": _Option(
+            None,
+            _Path(),
+            "SentencePiece model for the target text (it also detokenizes the translations). "
+            "When null, the target is split on whitespace and joined with spaces.",
+        ),
+        "train_features_file": _Option(
+            None,
+            _PathList(),
+            "Training source text, one sentence a line; a list of files for several corpora.",
+        ),
+        "train_labels_file": _Option(
+            None,
+            _PathList(),
+            "Training target text, line-aligned with `train_features_file` (same number of files).",
+        ),
+        "train_alignments": _Option(
+            None,
+            _PathList(),
+            "Pharaoh alignments of the training pairs (`0-0 1-2 ...`, source-target token "
+            "indices), one line a pair; needed by `params.guided_alignment_type`.",
+        ),
+        "train_files_weights": _Option(
+            None,
+            _NumberList(),
+            "With several training corpora: one weight a corpus; batches sample the corpora "
+            "in proportion to their weights.",
+        ),
+        "eval_features_file": _Option(None, _Path(), "Validation source text."),
+        "eval_labels_file": _Option(
+            None, _Path(), "Validation target text (the references of `eval.scorers`)."
+        ),
+    },
+    "model": {
+        "num_layers": _Option(
+            6,
+            _Layers(),
+            "Number of encoder and decoder layers, or `[encoder_layers, decoder_layers]`.",
+        ),
+        "num_units": _Option(512, _Integer(minimum=1), "Model width (embedding size)."),
+        "num_heads": _Option(
+            8, _Integer(minimum=1), "Attention heads; must divide `num_units`."
+        ),
+        "ffn_inner_dim": _Option(
+            2048, _Integer(minimum=1), "Inner width of the feed-forward sublayers."
+        ),
+        "dropout": _Option(
+            0.1,
+            _Number(0, 1, closed=(True, False)),
+            "Dropout on the embeddings and on the output of each sublayer.",
+        ),
+        "attention_dropout": _Option(
+            0.1, _Number(0, 1, closed=(True, False)), "Dropout on the attention weights."
+        ),
+        "ffn_dropout": _Option(
+            0.1,
+            _Number(0, 1, closed=(True, False)),
+            "Dropout after the activation of the feed-forward sublayers.",
+        ),
+        "maximum_relative_position": _Option(
+            20,
+            _Integer(minimum=1, nullable=True),
+            "Clipping distance `k` of the relative position representations (Shaw et al., "
+            "2018) in self-attention; null uses absolute sinusoidal position encodings instead.",
+        ),
+        "share_embeddings": _Option(
+            "none",
+            _Choice("none", "source_target_input", "target", "all"),
+            "Which embeddings share one matrix, as OpenNMT-tf's levels: `source_target_input` "
+            "(source and target input embeddings), `target` (target input embeddings and "
+            "output projection), `all` (all three; needs one joint vocabulary).",
+        ),
+        "pre_norm": _Option(
+            True,
+            _Boolean(),
+            "Layer normalization before each sublayer (true) or after the residual (false).",
+        ),
+    },
+    "params": {
+        "optimizer": _Option(
+            "Adam",
+            _OptimizerName(),
+            "Optimizer class name in `keras.optimizers` (`Adam`, `AdamW`, `Adafactor`, ...).",
+        ),
+        "optimizer_params": _Option(
+            {"beta_1": 0.9, "beta_2": 0.998},
+            _Mapping(),
+            "Keyword arguments of the optimizer (for example `beta_2`, `epsilon`, `clipnorm`, "
+            "`weight_decay`), merged onto the default.",
+        ),
+        "learning_rate": _Option(
+            2.0,
+            _Number(minimum=0, closed=(False, True)),
+            "The learning rate; with `decay_type: NoamDecay` it is the scale of the schedule.",
+        ),
+        "decay_type": _Option(
+            "NoamDecay",
+            _Choice("NoamDecay", None),
+            "Learning rate schedule. `NoamDecay`: `learning_rate * model_dim ** -0.5 * "
+            "min(step ** -0.5, step * warmup_steps ** -1.5)` with `step` counted from 1. "
+            "Null: a constant `learning_rate`.",
+        ),
+        "decay_params": {
+            "model_dim": _Option(
+                None,
+                _Integer(minimum=1, nullable=True),
+                "`model_dim` of `NoamDecay`; null takes `model.num_units`.",
+            ),
+            "warmup_steps": _Option(
+                8000, _Integer(minimum=1), "`warmup_steps` of `NoamDecay`."
+            ),
+        },
+        "label_smoothing": _Option(
+            0.1, _Number(0, 1, closed=(True, False)), "Label smoothing of the cross-entropy."
+        ),
+        "guided_alignment_type": _Option(
+            None,
+            _Choice("ce", "mse", None),
+            "Guided alignment loss on the first head of the last decoder layer's "
+            "cross-attention: cross-entropy (`ce`) or mean squared error (`mse`); needs "
+            "`data.train_alignments`.",
+        ),
+        "guided_alignment_weight": _Option(
+            1.0, _Number(minimum=0), "Weight of the guided alignment loss."
+        ),
+        "beam_width": _Option(4, _Integer(minimum=1), "Beam size; 1 is greedy search."),
+        "length_penalty": _Option(
+            0.0,
+            _Number(minimum=0),
+            "GNMT length penalty `alpha`: scores are divided by `((5 + length) / 6) ** alpha`.",
+        ),
+        "coverage_penalty": _Option(
+            0.0,
+            _Number(minimum=0),
+            "GNMT coverage penalty `beta`: adds `beta * sum(log(min(attention_sum, 1)))` over "
+            "the source positions.",
+        ),
+        "sampling_topk": _Option(
+            1,
+            _Integer(minimum=0),
+            "1 searches deterministically; k > 1 samples each token among the k most likely; "
+            "0 samples from the whole distribution.",
+        ),
+        "sampling_temperature": _Option(
+            1.0,
+            _Number(minimum=0, closed=(False, True)),
+            "Logits are divided by this before sampling; higher is more random.",
+        ),
+        "num_hypotheses": _Option(
+            1,
+            _Integer(minimum=1),
+            "Hypotheses a decode returns (the n-best list); at most `beam_width`.",
+        ),
+        "maximum_decoding_length": _Option(
+            250, _Integer(minimum=1), "Maximum length of a translation, `</s>` excluded."
+        ),
+        "minimum_decoding_length": _Option(
+            0, _Integer(minimum=0), "Minimum length of a translation, `</s>` excluded."
+        ),
+        "replace_unknown_target": _Option(
+            False,
+            _Boolean(),
+            "Replace each unknown target token by the source token with the highest attention.",
+        ),
+    },
+    "train": {
+        "batch_size": _Option(
+            3072, _Integer(minimum=1), "Batch size, counted in `batch_type` units."
+        ),
+        "batch_type": _Option(
+            "tokens",
+            _Choice("examples", "tokens"),
+            "Count `batch_size` in examples or in tokens (padding included).",
+        ),
+        "effective_batch_size": _Option(
+            25000,
+            _Integer(minimum=1, nullable=True),
+            "Accumulate gradients over enough batches to reach at least this batch size "
+            "before each update; null updates after every batch.",
+        ),
+        "length_bucket_width": _Option(
+            1,
+            _Integer(minimum=1),
+            "Width of the length buckets batches are drawn from; smaller means less padding.",
+        ),
+        "maximum_features_length": _Option(
+            100,
+            _Integer(minimum=1, nullable=True),
+            "Drop training pairs whose source has more tokens than this; null keeps all.",
+        ),
+        "maximum_labels_length": _Option(
+            100,
+            _Integer(minimum=1, nullable=True),
+            "Drop training pairs whose target has more tokens than this; null keeps all.",
+        ),
+        "sample_buffer_size": _Option(
+            -1,
+            _Integer(minimum=-1, nullable=True),
+            "Shuffle buffer, in examples: -1 shuffles the whole corpus, 0 or null does not "
+            "shuffle, n shuffles shards of n examples (OpenNMT-tf's behaviour).",
+        ),
+        "save_checkpoints_steps": _Option(
+            5000, _Integer(minimum=1), "Save a checkpoint every this many steps."
+        ),
+        "keep_checkpoint_max": _Option(
+            8, _Integer(minimum=1), "Number of recent checkpoints kept on disk."
+        ),
+        "save_summary_steps": _Option(
+            100, _Integer(minimum=1), "Log the loss and learning rate every this many steps."
+        ),
+        "max_step": _Option(
+            500000,
+            _Integer(minimum=1, nullable=True),
+            "Stop training at this step; null trains until interrupted.",
+        ),
+        "average_last_checkpoints": _Option(
+            8,
+            _Integer(minimum=0),
+            "At the end of training, average this many last checkpoints into "
+            "`model_dir/avg`; 0 does not average.",
+        ),
+        "mixed_precision": _Option(
+            None,
+            _Choice("mixed_float16", "mixed_bfloat16", None),
+            "Keras mixed precision policy: `mixed_float16` (GPU, with loss scaling), "
+            "`mixed_bfloat16` (CPU, TPU); null trains in float32.",
+        ),
+        "seed": _Option(
+            None,
+            _Integer(minimum=0, nullable=True),
+            "Random seed for initialization, shuffling and dropout; null picks one at random.",
+        ),
+    },
+    "eval": {
+        "batch_size": _Option(32, _Integer(minimum=1), "Evaluation batch size."),
+        "batch_type": _Option(
+            "examples", _Choice("examples", "tokens"), "Count `batch_size` in examples or tokens."
+        ),
+        "steps": _Option(5000, _Integer(minimum=1), "Evaluate every this many training steps."),
+        "scorers": _Option(
+            ["bleu", "chrf"],
+            _ChoiceList("bleu", "chrf", case_sensitive=False),
+            "Scores computed on the detokenized translations of the validation set with "
+            "sacreBLEU (case-insensitive names).",
+        ),
+        "length_bucket_width": _Option(
+            5,
+            _Integer(minimum=0),
+            "Sort the validation set into length buckets of this width to decode faster "
+            "(outputs keep the file order); 0 decodes in file order.",
+        ),
+        "export_on_best": _Option(
+            None,
+            _Choice("bleu", "chrf", "loss", None),
+            "Export a SavedModel to `model_dir/export/STEP` when this metric is the best so "
+            "far; it must be `loss` or one of `scorers`.",
+        ),
+        "max_exports_to_keep": _Option(
+            5, _Integer(minimum=1), "Number of best-model exports kept on disk."
+        ),
+    },
+    "infer": {
+        "batch_size": _Option(32, _Integer(minimum=1), "Translation batch size."),
+        "batch_type": _Option(
+            "examples", _Choice("examples", "tokens"), "Count `batch_size` in examples or tokens."
+        ),
+        "length_bucket_width": _Option(
+            5,
+            _Integer(minimum=0),
+            "Sort the input into length buckets of this width to translate faster (outputs "
+            "keep the input order); 0 translates in input order.",
+        ),
+        "n_best": _Option(
+            1,
+            _Integer(minimum=1),
+            "Translations printed for each input line; at most `params.beam_width`.",
+        ),
+        "with_scores": _Option(False, _Boolean(), "Print the score before each translation."),
+        "with_alignments": _Option(
+            None,
+            _Choice("hard", "soft", None),
+            "Print alignments after each translation: `hard` (Pharaoh pairs of the most "
+            "attended source token) or `soft` (the attention vectors).",
+        ),
+    },
+}
+
+# Keys that OpenNMT-tf 1.x used, or that OpenNMT-tf spells differently from kerasnmt.
+_RENAMED_KEYS = {
+    "source_words_vocabulary": "data.source_vocabulary",
+    "target_words_vocabulary": "data.target_vocabulary",
+    "source_tokenization": "data.source_sentencepiece",
+    "target_tokenization": "data.target_sentencepiece",
+    "maximum_iterations": "params.maximum_decoding_length",
+    "train_steps": "train.max_step",
+    "bucket_width": "length_bucket_width",
+    "external_evaluators": "eval.scorers",
+}
+
+
+def _walk(schema, prefix=""):
+    """Yields (key path, option) for every option of the schema, in order."""
+    for key, entry in schema.items():
+        path = f"{prefix}{key}"
+        if isinstance(entry, dict):
+            yield from _walk(entry, prefix=f"{path}.")
+        else:
+            yield path, entry
+
+
+def default_config():
+    """The configuration used for every key a file leaves out.
+
+    Returns:
+        A nested dict: `{"model_dir": None, "data": {...}, "model": {...}, ...}`.
+
+    Example:
+
+    >>> default_config()["train"]["batch_type"]
+    'tokens'
+    """
+
+    def defaults(schema):
+        return {
+            key: defaults(entry) if isinstance(entry, dict) else copy.deepcopy(entry.default)
+            for key, entry in schema.items()
+        }
+
+    return defaults(_SCHEMA)
+
+
+# ---------------------------------------------------------------------------------------
+# Loading and checking.
+# ---------------------------------------------------------------------------------------
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A safe YAML loader that refuses a key given twice in one mapping (PyYAML keeps the
+    last silently)."""
+
+    def construct_mapping(self, node, deep=False):
+        first_line = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            line = key_node.start_mark.line + 1
+            if key in first_line:
+                raise ConfigError(
+                    self.name,
+                    [f"line {line}: key {key!r} given twice (first on line {first_line[key]})"],
+                )
+            first_line[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_config(path, required=()):
+    """Reads a YAML run configuration, merges it onto the defaults and checks it.
+
+    Args:
+        path: the YAML file. Relative file paths inside it are resolved from its directory.
+        required: key paths that must be set (not null) for the command at hand, e.g.
+            `("model_dir", "data.train_features_file")`.
+
+    Returns:
+        The complete configuration as a nested dict (see `default_config()`), with file
+        paths absolute, lists of training files always lists, `eval.scorers` a list, and
+        `params.decay_params.model_dim` filled in from `model.num_units` when null.
+
+    Raises:
+        ConfigError: listing every mistake with its key path, before anything runs.
+
+    Example:
+
+    >>> import pathlib, tempfile
+    >>> run = pathlib.Path(tempfile.mkdtemp()) / "run.yml"
+    >>> _ = run.write_text("train:\\n  batch_type: token\\n  batch_sizes: 64\\n")
+    >>> load_config(run)
+    Traceback (most recent call last):
+    ...
+    kerasnmt.config.ConfigError: ...run.yml: 2 errors in the configuration:
+      train.batch_sizes: unknown key (did you mean train.batch_size?)
+      train.batch_type: expected one of examples, tokens, got 'token' (did you mean 'tokens'?)
+    """
+    path = os.fspath(path)
+    try:
+        with open(path, encoding="utf-8") as stream:
+            values = yaml.load(stream, Loader=_UniqueKeyLoader)
+    except FileNotFoundError:
+        raise ConfigError(path, ["the configuration file does not exist"]) from None
+    except yaml.YAMLError as error:
+        raise ConfigError(path, [f"not valid YAML: {error}"]) from None
+    base_dir = os.path.dirname(os.path.abspath(path))
+    return check_config({} if values is None else values, base_dir, source=path, required=required)
+
+
+def check_config(values, base_dir, source="<config>", required=()):
+    """Merges a configuration given as a dict onto the defaults and checks it.
+
+    `load_config` reads a YAML file and calls this; use it directly for configurations
+    built in Python.
+
+    Args:
+        values: a nested dict with some of the keys of `default_config()`.
+        base_dir: the directory relative file paths are resolved from.
+        source: what to call `values` in error messages.
+        required: key paths that must be set (not null).
+
+    Returns:
+        The complete, checked configuration (see `load_config`).
+
+    Raises:
+        ConfigError: listing every mistake with its key path.
+    """
+    errors = {}
+    config = default_config()
+    if not isinstance(values, dict):
+        raise ConfigError(source, [f"expected a mapping of sections at the top, {_got(values)}"])
+    _merge(values, _SCHEMA, config, "", base_dir, errors)
+    _check_together(config, errors)
+    for key_path in required:
+        if _get(config, key_path) is None and key_path not in errors:
+            errors[key_path] = f"{key_path}: required but not set"
+    if errors:
+        raise ConfigError(source, [errors[key] for key in sorted(errors)])
+    if config["params"]["decay_params"]["model_dim"] is None:
+        config["params"]["decay_params"]["model_dim"] = config["model"]["num_units"]
+    return config
+
+
+def _get(config, key_path):
+    value = config
+    for key in key_path.split("."):
+        value = value[key]
+    return value
+
+
+def _unknown_key_message(key, path, section):
+    if key in _RENAMED_KEYS:
+        return f"{path}: unknown key (kerasnmt calls it {_RENAMED_KEYS[key]})"
+    elsewhere = [
+        option_path for option_path, _ in _walk(_SCHEMA) if option_path.split(".")[-1] == key
+    ]
+    if elsewhere:
+        return f"{path}: unknown key here (did you mean {' or '.join(elsewhere)}?)"
+    close = difflib.get_close_matches(str(key), [str(k) for k in section], n=1, cutoff=0.6)
+    if close:
+        prefix = path.rsplit(".", 1)[0] + "." if "." in path else ""
+        return f"{path}: unknown key (did you mean {prefix}{close[0]}?)"
+    return f"{path}: unknown key"
+
+
+def _merge(values, schema, config, prefix, base_dir, errors):
+    """Checks `values` against `schema` and writes them into `config`, collecting errors."""
+    for key, value in values.items():
+        path = f"{prefix}{key}"
+        if key not in schema:
+            errors[path] = _unknown_key_message(key, path, schema)
+            continue
+        entry = schema[key]
+        if isinstance(entry, dict):
+            if value is None:
+                continue
+            if not isinstance(value, dict):
+                errors[path] = f"{path}: expected a mapping of options, {_got(value)}"
+                continue
+            _merge(value, entry, config[key], f"{path}.", base_dir, errors)
+            continue
+        try:
+            checked = entry.kind.check(value, base_dir)
+        except _Invalid as error:
+            errors[path] = f"{path}: {error}"
+            continue
+        if isinstance(entry.kind, _Mapping):
+            config[key].update(checked)
+        else:
+            config[key] = checked
+
+
+def _check_together(config, errors):
+    """Checks that options agree with each other, for every group of options that are
+    valid alone (a mistake is reported once, not again as a disagreement)."""
+    data, model, params = config["data"], config["model"], config["params"]
+    evaluation = config["eval"]
+    found = list(errors)
+
+    def valid(*paths):
+        return not any(key == path or key.startswith(f"{path}.") for key in found for path in paths)
+
+    def error(path, message):
+        errors.setdefault(path, f"{path}: {message}")
+
+    def more_than(path, other_path):
+        value, other = _get(config, path), _get(config, other_path)
+        if valid(path, other_path) and value > other:
+            error(path, f"{value} is more than {other_path} ({other})")
+
+    units, heads = model["num_units"], model["num_heads"]
+    if valid("model.num_units", "model.num_heads") and units % heads:
+        error("model.num_heads", f"{heads} does not divide model.num_units ({units})")
+    more_than("params.num_hypotheses", "params.beam_width")
+    more_than("infer.n_best", "params.beam_width")
+    more_than("params.minimum_decoding_length", "params.maximum_decoding_length")
+    more_than("train.average_last_checkpoints", "train.keep_checkpoint_max")
+
+    if valid("data"):
+        _check_data_files(data, error)
+        if params["guided_alignment_type"] is not None and data["train_alignments"] is None:
+            error(
+                "params.guided_alignment_type",
+                f"{params['guided_alignment_type']!r} needs data.train_alignments",
+            )
+        if evaluation["export_on_best"] is not None and data["eval_features_file"] is None:
+            error("eval.export_on_best", "needs data.eval_features_file and data.eval_labels_file")
+    metric = evaluation["export_on_best"]
+    if valid("eval") and metric not in (None, "loss") and metric not in evaluation["scorers"]:
+        error("eval.export_on_best", f"{metric!r} is not among eval.scorers")
+    if valid("params.optimizer", "params.optimizer_params"):
+        _check_optimizer_params(params, error)
+
+
+def _check_data_files(data, error):
+    features, labels = data["train_features_file"], data["train_labels_file"]
+    if (features is None) != (labels is None):
+        missing = "train_labels_file" if labels is None else "train_features_file"
+        error(f"data.{missing}", "required with the other training file but not set")
+    for key in ("train_alignments", "train_files_weights"):
+        if data[key] is None:
+            continue
+        if features is None:
+            error(f"data.{key}", "given without data.train_features_file")
+        elif len(data[key]) != len(features):
+            error(
+                f"data.{key}",
+                f"{len(data[key])} entries for {len(features)} files in data.train_features_file",
+            )
+    if features is not None and labels is not None and len(labels) != len(features):
+        error(
+            "data.train_labels_file",
+            f"{len(labels)} files for {len(features)} files in data.train_features_file",
+        )
+    if (data["eval_features_file"] is None) != (data["eval_labels_file"] is None):
+        missing = "eval_labels_file" if data["eval_labels_file"] is None else "eval_features_file"
+        error(f"data.{missing}", "required with the other evaluation file but not set")
+
+
+def _check_optimizer_params(params, error):
+    import keras  # Imported when a configuration is checked, not with this module.
+
+    optimizer_class = getattr(keras.optimizers, params["optimizer"])
+    signature = inspect.signature(optimizer_class.__init__)
+    accepted = [
+        name
+        for name, parameter in signature.parameters.items()
+        if name not in ("self", "learning_rate", "name")
+        and parameter.kind is not parameter.VAR_KEYWORD
+    ]
+    for name in params["optimizer_params"]:
+        path = f"params.optimizer_params.{name}"
+        if name == "learning_rate":
+            error(path, "set params.learning_rate instead")
+        elif name not in accepted:
+            close = difflib.get_close_matches(name, accepted, n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]}? " if close else ""
+            error(
+                path,
+                f"not an argument of keras.optimizers.{params['optimizer']} "
+                f"({hint}it takes {', '.join(accepted)})",
+            )
+
+
+# ---------------------------------------------------------------------------------------
+# The reference page.
+# ---------------------------------------------------------------------------------------
+
+
+def _format_default(value):
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_format_default(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_format_default(v) for v in value) + "]"
+    return str(value)
+
+
+def config_reference():
+    """Renders every option with its default, accepted values and meaning as Markdown.
+
+    `docs/training.md` carries this text between its `BEGIN`/`END` markers; a test checks
+    that the two agree.
+
+    Returns:
+        The Markdown text: one table a section.
+    """
+    lines = []
+    for section, entry in _SCHEMA.items():
+        if isinstance(entry, dict):
+            title, options, prefix = f"`{section}`", entry, f"{section}."
+        else:
+            title, options, prefix = "Top level", {section: entry}, ""
+        lines += [f"### {title}", "", "| key | default | accepted values | meaning |"]
+        lines.append("|---|---|---|---|")
+        for path, option in _walk(options, prefix=prefix):
+            lines.append(
+                f"| `{path}` | `{_format_default(option.default)}` | "
+                f"{option.kind.describe()} | {option.doc} |"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(config_reference(), end="")

@@ -1,0 +1,373 @@
+import doctest
+import os
+import pathlib
+import textwrap
+
+import pytest
+
+from kerasnmt import config as config_module
+from kerasnmt.config import ConfigError, check_config, config_reference, default_config, load_config
+
+DOCS_TRAINING = pathlib.Path(__file__).resolve().parents[1] / "docs" / "training.md"
+
+
+@pytest.fixture
+def run_dir(tmp_path):
+    """A run directory with the files a configuration points to."""
+    for name in ["vocab.en", "vocab.de", "train.en", "train.de", "train.align", "val.en", "val.de"]:
+        (tmp_path / name).write_text("x\n", encoding="utf-8")
+    return tmp_path
+
+
+def write_config(directory, text):
+    path = directory / "run.yml"
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path
+
+
+def errors_of(path, **kwargs):
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, **kwargs)
+    return caught.value.errors
+
+
+def test_valid_config_merges_onto_defaults_and_resolves_paths(run_dir, tmp_path_factory, monkeypatch):
+    path = write_config(
+        run_dir,
+        """
+        model_dir: runs/ende
+        data:
+          source_vocabulary: vocab.en
+          target_vocabulary: ./vocab.de
+          train_features_file: train.en
+          train_labels_file: train.de
+          train_alignments: train.align
+          eval_features_file: val.en
+          eval_labels_file: val.de
+        model:
+          num_layers: [3, 2]
+          num_units: 256
+          num_heads: 4
+        params:
+          optimizer_params:
+            clipnorm: 1.0
+          decay_params:
+            warmup_steps: 4000
+          guided_alignment_type: ce
+          beam_width: 5
+          length_penalty: 0.6
+        train:
+          batch_size: 64
+          batch_type: examples
+          seed: 1234
+        eval:
+          scorers: BLEU
+          export_on_best: bleu
+        """,
+    )
+    monkeypatch.chdir(tmp_path_factory.mktemp("elsewhere"))  # paths follow the file, not the cwd
+    config = load_config(path, required=["model_dir", "data.train_features_file"])
+
+    assert config["model_dir"] == str(run_dir / "runs" / "ende")
+    assert config["data"]["source_vocabulary"] == str(run_dir / "vocab.en")
+    assert config["data"]["target_vocabulary"] == str(run_dir / "vocab.de")
+    assert config["data"]["train_features_file"] == [str(run_dir / "train.en")]
+    assert config["data"]["train_alignments"] == [str(run_dir / "train.align")]
+    assert config["data"]["source_sentencepiece"] is None
+    assert config["model"]["num_layers"] == [3, 2]
+    assert config["model"]["ffn_inner_dim"] == 2048  # default kept
+    assert config["params"]["optimizer_params"] == {"beta_1": 0.9, "beta_2": 0.998, "clipnorm": 1.0}
+    assert config["params"]["decay_params"] == {"model_dim": 256, "warmup_steps": 4000}
+    assert config["params"]["beam_width"] == 5
+    assert config["params"]["length_penalty"] == 0.6
+    assert config["params"]["coverage_penalty"] == 0.0
+    assert config["train"]["batch_size"] == 64
+    assert config["train"]["batch_type"] == "examples"
+    assert config["train"]["maximum_features_length"] == 100
+    assert config["eval"]["scorers"] == ["bleu"]
+    assert config["infer"] == default_config()["infer"]
+
+
+def test_empty_file_gives_the_defaults(tmp_path):
+    config = load_config(write_config(tmp_path, ""))
+    expected = default_config()
+    expected["params"]["decay_params"]["model_dim"] = expected["model"]["num_units"]
+    assert config == expected
+
+
+def test_defaults_follow_opennmt_tf_where_it_has_the_key():
+    # OpenNMT-tf 2 documented defaults, with its --auto_config values for a Transformer.
+    config = default_config()
+    assert config["params"]["learning_rate"] == 2.0
+    assert config["params"]["decay_type"] == "NoamDecay"
+    assert config["params"]["decay_params"]["warmup_steps"] == 8000
+    assert config["params"]["label_smoothing"] == 0.1
+    assert config["params"]["beam_width"] == 4
+    assert config["params"]["maximum_decoding_length"] == 250
+    assert config["train"]["batch_size"] == 3072 and config["train"]["batch_type"] == "tokens"
+    assert config["train"]["effective_batch_size"] == 25000
+    assert config["train"]["sample_buffer_size"] == -1
+    assert config["eval"]["batch_size"] == 32 and config["infer"]["batch_size"] == 32
+
+
+def test_unknown_keys_get_suggestions(tmp_path):
+    path = write_config(
+        tmp_path,
+        """
+        trian:
+          batch_size: 32
+        train:
+          batch_sizes: 64
+          train_steps: 100
+        params:
+          dropout: 0.3
+          warmup_steps: 10
+          zzz_unrelated: 1
+        """,
+    )
+    assert errors_of(path) == [
+        "params.dropout: unknown key here (did you mean model.dropout?)",
+        "params.warmup_steps: unknown key here (did you mean params.decay_params.warmup_steps?)",
+        "params.zzz_unrelated: unknown key",
+        "train.batch_sizes: unknown key (did you mean train.batch_size?)",
+        "train.train_steps: unknown key (kerasnmt calls it train.max_step)",
+        "trian: unknown key (did you mean train?)",
+    ]
+
+
+def test_wrong_types(tmp_path):
+    path = write_config(
+        tmp_path,
+        """
+        data: [1, 2]
+        model:
+          num_units: "512"
+          pre_norm: "yes"
+          num_layers: [3]
+        params:
+          beam_width: true
+          learning_rate: fast
+          optimizer_params: [0.9]
+        """,
+    )
+    assert errors_of(path) == [
+        "data: expected a mapping of options, got [1, 2]",
+        "model.num_layers: expected an integer >= 1, or a list [encoder_layers, decoder_layers], "
+        "got [3]",
+        "model.num_units: expected an integer >= 1, got '512'",
+        "model.pre_norm: expected true or false, got 'yes'",
+        "params.beam_width: expected an integer >= 1, got true",
+        "params.learning_rate: expected a number > 0, got 'fast'",
+        "params.optimizer_params: expected a mapping of names to values, got [0.9]",
+    ]
+
+
+def test_values_out_of_range(tmp_path):
+    path = write_config(
+        tmp_path,
+        """
+        model:
+          dropout: 1.0
+          maximum_relative_position: 0
+        params:
+          label_smoothing: -0.1
+          sampling_temperature: 0
+        train:
+          sample_buffer_size: -2
+          batch_size: 0
+        """,
+    )
+    assert errors_of(path) == [
+        "model.dropout: expected a number in [0, 1), got 1.0",
+        "model.maximum_relative_position: expected an integer >= 1, or null, got 0",
+        "params.label_smoothing: expected a number in [0, 1), got -0.1",
+        "params.sampling_temperature: expected a number > 0, got 0",
+        "train.batch_size: expected an integer >= 1, got 0",
+        "train.sample_buffer_size: expected an integer >= -1, or null, got -2",
+    ]
+
+
+def test_values_not_among_the_choices(tmp_path):
+    path = write_config(
+        tmp_path,
+        """
+        train:
+          batch_type: token
+          mixed_precision: true
+        params:
+          optimizer: adam
+          guided_alignment_type: kl
+        eval:
+          scorers: [bleu, ter]
+        """,
+    )
+    assert errors_of(path) == [
+        "eval.scorers: expected one or a list of bleu, chrf, got 'ter'",
+        "params.guided_alignment_type: expected one of ce, mse, or null, got 'kl'",
+        "params.optimizer: expected the name of an optimizer class in keras.optimizers, "
+        "got 'adam' (did you mean 'Adam'?)",
+        "train.batch_type: expected one of examples, tokens, got 'token' (did you mean 'tokens'?)",
+        "train.mixed_precision: expected one of mixed_float16, mixed_bfloat16, or null, got true",
+    ]
+
+
+def test_missing_files_are_named_with_their_resolved_path(run_dir):
+    path = write_config(
+        run_dir,
+        """
+        model_dir: vocab.en
+        data:
+          source_vocabulary: vocab.missing
+          train_features_file: [train.en, corpus2.en]
+          train_labels_file: [train.de, /nonexistent/corpus2.de]
+        """,
+    )
+    assert errors_of(path) == [
+        f"data.source_vocabulary: file not found: {run_dir / 'vocab.missing'} (relative to {run_dir})",
+        f"data.train_features_file: [1] file not found: {run_dir / 'corpus2.en'} "
+        f"(relative to {run_dir})",
+        "data.train_labels_file: [1] file not found: /nonexistent/corpus2.de",
+        f"model_dir: {run_dir / 'vocab.en'} exists and is not a directory",
+    ]
+
+
+def test_options_that_contradict_each_other(run_dir):
+    path = write_config(
+        run_dir,
+        """
+        data:
+          train_features_file: [train.en, val.en]
+          train_labels_file: [train.de, val.de]
+          train_files_weights: [0.7]
+          eval_features_file: val.en
+        model:
+          num_units: 100
+          num_heads: 8
+        params:
+          beam_width: 2
+          num_hypotheses: 3
+          minimum_decoding_length: 300
+          guided_alignment_type: mse
+          optimizer_params:
+            beta1: 0.8
+            learning_rate: 0.1
+        train:
+          keep_checkpoint_max: 3
+        eval:
+          scorers: chrf
+          export_on_best: bleu
+        infer:
+          n_best: 4
+        """,
+    )
+    assert errors_of(path) == [
+        "data.eval_labels_file: required with the other evaluation file but not set",
+        "data.train_files_weights: 1 entries for 2 files in data.train_features_file",
+        "eval.export_on_best: 'bleu' is not among eval.scorers",
+        "infer.n_best: 4 is more than params.beam_width (2)",
+        "model.num_heads: 8 does not divide model.num_units (100)",
+        "params.guided_alignment_type: 'mse' needs data.train_alignments",
+        "params.minimum_decoding_length: 300 is more than params.maximum_decoding_length (250)",
+        "params.num_hypotheses: 3 is more than params.beam_width (2)",
+        "params.optimizer_params.beta1: not an argument of keras.optimizers.Adam (did you mean "
+        "beta_1? it takes beta_1, beta_2, epsilon, amsgrad, weight_decay, clipnorm, clipvalue, "
+        "global_clipnorm, use_ema, ema_momentum, ema_overwrite_frequency, loss_scale_factor, "
+        "gradient_accumulation_steps)",
+        "params.optimizer_params.learning_rate: set params.learning_rate instead",
+        "train.average_last_checkpoints: 8 is more than train.keep_checkpoint_max (3)",
+    ]
+
+
+def test_a_mistake_is_not_reported_again_as_a_contradiction(run_dir):
+    path = write_config(
+        run_dir,
+        """
+        data:
+          train_features_file: missing.en
+          train_labels_file: train.de
+          train_alignments: train.align
+        model:
+          num_units: 100
+          num_heads: 0
+        params:
+          beam_width: 0
+          num_hypotheses: 3
+        """,
+    )
+    assert errors_of(path) == [
+        f"data.train_features_file: file not found: {run_dir / 'missing.en'} (relative to {run_dir})",
+        "model.num_heads: expected an integer >= 1, got 0",
+        "params.beam_width: expected an integer >= 1, got 0",
+    ]
+
+
+def test_required_keys(tmp_path):
+    path = write_config(tmp_path, "train:\n  batch_size: 0\n")
+    assert errors_of(path, required=["model_dir", "data.train_features_file", "train.batch_size"]) == [
+        "data.train_features_file: required but not set",
+        "model_dir: required but not set",
+        "train.batch_size: expected an integer >= 1, got 0",
+    ]
+
+
+def test_every_error_is_in_the_one_message(tmp_path):
+    path = write_config(tmp_path, "train:\n  batch_type: token\nmodel:\n  dropout: 2\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    message = str(caught.value)
+    assert message.startswith(f"{path}: 2 errors in the configuration:\n")
+    for error in caught.value.errors:
+        assert f"\n  {error}" in message
+
+
+def test_yaml_problems(tmp_path):
+    path = write_config(tmp_path, "train:\n  batch_size: 32\n  max_step: 10\n  batch_size: 64\n")
+    assert errors_of(path) == ["line 4: key 'batch_size' given twice (first on line 2)"]
+
+    path = write_config(tmp_path, "train:\n  batch_size: [32\n")
+    [error] = errors_of(path)
+    assert error.startswith("not valid YAML:") and "line 3" in error
+
+    path = write_config(tmp_path, "- train\n- eval\n")
+    assert errors_of(path) == ["expected a mapping of sections at the top, got ['train', 'eval']"]
+
+    assert errors_of(tmp_path / "absent.yml") == ["the configuration file does not exist"]
+
+
+def test_scientific_notation_without_a_dot_is_a_number(tmp_path):
+    # YAML 1.1 (PyYAML) reads 1e-4 as a string; a learning rate written that way still counts.
+    config = load_config(write_config(tmp_path, "params:\n  learning_rate: 1e-4\n"))
+    assert config["params"]["learning_rate"] == pytest.approx(1e-4)
+
+
+def test_check_config_takes_a_dict(run_dir):
+    config = check_config(
+        {"data": {"source_vocabulary": "vocab.en"}, "train": {"max_step": None}}, str(run_dir)
+    )
+    assert config["data"]["source_vocabulary"] == str(run_dir / "vocab.en")
+    assert config["train"]["max_step"] is None
+
+
+def test_docs_training_page_carries_the_generated_reference():
+    text = DOCS_TRAINING.read_text(encoding="utf-8")
+    begin = "<!-- BEGIN config reference: python -m kerasnmt.config -->\n"
+    end = "<!-- END config reference -->"
+    assert begin in text and end in text, f"{DOCS_TRAINING} lost its reference markers"
+    embedded = text.split(begin, 1)[1].split(end, 1)[0]
+    assert embedded.strip() == config_reference().strip(), (
+        f"{DOCS_TRAINING} is out of date: replace the text between the markers with the "
+        "output of `python -m kerasnmt.config`"
+    )
+    for key_path, option in config_module._walk(config_module._SCHEMA):
+        assert f"`{key_path}`" in embedded
+
+
+def test_docstring_examples_run():
+    results = doctest.testmod(config_module, optionflags=doctest.ELLIPSIS)
+    assert results.attempted > 0 and results.failed == 0
+
+
+def test_paths_inside_home_are_expanded(run_dir, monkeypatch):
+    monkeypatch.setenv("HOME", str(run_dir))
+    config = check_config({"data": {"source_vocabulary": "~/vocab.en"}}, "/")
+    assert config["data"]["source_vocabulary"] == os.path.join(str(run_dir), "vocab.en")
