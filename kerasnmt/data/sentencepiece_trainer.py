@@ -46,15 +46,15 @@ def sample_lines_with_byte_budget(path, file_byte_budget, errors="strict"):
         `(line_number, stripped_text)` pairs, `line_number` counting from 1. Empty
         lines are yielded too (they cost nothing).
 
-    Example:
-    >>> import os, tempfile
-    >>> path = os.path.join(tempfile.mkdtemp(), "train.en")
-    >>> with open(path, "w") as file:  # 20 lines of 4 bytes: 80 bytes.
-    ...     _ = file.write("".join(f"w{i:02d}\\n" for i in range(1, 21)))
-    >>> # countermax = int(80 / 12 / 2) = 3: every 4th line, each costing 3 characters;
-    >>> # after line 16 the budget is 12 - 4 * 3 = 0, so line 20 is not taken.
-    >>> list(sample_lines_with_byte_budget(path, 12))
-    [(4, 'w04'), (8, 'w08'), (12, 'w12'), (16, 'w16')]
+    Examples:
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "train.en")
+        >>> with open(path, "w") as file:  # 20 lines of 4 bytes: 80 bytes.
+        ...     _ = file.write("".join(f"w{i:02d}\\n" for i in range(1, 21)))
+        >>> # countermax = int(80 / 12 / 2) = 3: every 4th line, each costing 3 characters;
+        >>> # after line 16 the budget is 12 - 4 * 3 = 0, so line 20 is not taken.
+        >>> list(sample_lines_with_byte_budget(path, 12))
+        [(4, 'w04'), (8, 'w08'), (12, 'w12'), (16, 'w16')]
     """
     if file_byte_budget is None:
         for line_number, line in read_lines(path, errors=errors):
@@ -133,17 +133,17 @@ def train_sentencepiece(
             SentencePiece rejects it (e.g. `vocab_size` too large for it), or on a
             line that is not UTF-8 (naming the file and line).
 
-    Example:
-    >>> import os, tempfile
-    >>> directory = tempfile.mkdtemp()
-    >>> with open(os.path.join(directory, "train.en"), "w") as file:
-    ...     _ = file.write("the cat sat on the mat\\na dog ran in the park\\n" * 10)
-    >>> vocabulary = train_sentencepiece(
-    ...     [os.path.join(directory, "train.en")], os.path.join(directory, "sp"), 20)
-    >>> vocabulary[:3], len(vocabulary)
-    (['<blank>', '<s>', '</s>'], 20)
-    >>> sorted(os.listdir(directory))
-    ['sp.model', 'sp.vocab', 'train.en']
+    Examples:
+        >>> import os, tempfile
+        >>> directory = tempfile.mkdtemp()
+        >>> with open(os.path.join(directory, "train.en"), "w") as file:
+        ...     _ = file.write("the cat sat on the mat\\na dog ran in the park\\n" * 10)
+        >>> vocabulary = train_sentencepiece(
+        ...     [os.path.join(directory, "train.en")], os.path.join(directory, "sp"), 20)
+        >>> vocabulary[:3], len(vocabulary)
+        (['<blank>', '<s>', '</s>'], 20)
+        >>> sorted(os.listdir(directory))
+        ['sp.model', 'sp.vocab', 'train.en']
     """
     files = list(files)
     if model_type not in MODEL_TYPES:

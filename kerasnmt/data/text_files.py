@@ -45,13 +45,13 @@ def read_lines(path, errors="strict"):
             the line, the offending byte and its offset in the line and in the
             (decompressed) file; or on corrupt gzip data.
 
-    Example:
-    >>> import os, tempfile
-    >>> path = os.path.join(tempfile.mkdtemp(), "train.en")
-    >>> with open(path, "wb") as file:
-    ...     _ = file.write(b"a cat\\r\\n\\nthe dog")
-    >>> list(read_lines(path))
-    [(1, 'a cat'), (2, ''), (3, 'the dog')]
+    Examples:
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "train.en")
+        >>> with open(path, "wb") as file:
+        ...     _ = file.write(b"a cat\\r\\n\\nthe dog")
+        >>> list(read_lines(path))
+        [(1, 'a cat'), (2, ''), (3, 'the dog')]
     """
     if errors not in ERROR_POLICIES:
         raise ValueError(f"errors must be one of {ERROR_POLICIES}, not {errors!r}")
@@ -99,13 +99,13 @@ def count_lines(path):
     pairs `read_lines(path)` yields. No decoding is done: this is fast and accepts
     any bytes.
 
-    Example:
-    >>> import os, tempfile
-    >>> path = os.path.join(tempfile.mkdtemp(), "train.en")
-    >>> with open(path, "wb") as file:
-    ...     _ = file.write(b"one\\ntwo\\nthree")
-    >>> count_lines(path)
-    3
+    Examples:
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "train.en")
+        >>> with open(path, "wb") as file:
+        ...     _ = file.write(b"one\\ntwo\\nthree")
+        >>> count_lines(path)
+        3
     """
     newlines = 0
     last_byte = b"\n"

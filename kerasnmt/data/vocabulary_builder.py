@@ -46,9 +46,9 @@ def pad_to_multiple(tokens, multiple):
     Returns:
         A new list: `tokens` followed by the fillers.
 
-    Example:
-    >>> pad_to_multiple(["<blank>", "<s>", "</s>", "a", "b"], 4)
-    ['<blank>', '<s>', '</s>', 'a', 'b', 'averyunlikelytoken0', 'averyunlikelytoken1']
+    Examples:
+        >>> pad_to_multiple(["<blank>", "<s>", "</s>", "a", "b"], 4)
+        ['<blank>', '<s>', '</s>', 'a', 'b', 'averyunlikelytoken0', 'averyunlikelytoken1']
     """
     if multiple < 1:
         raise ValueError(f"size_multiple must be a positive integer, not {multiple}")
@@ -98,15 +98,15 @@ def build_vocabulary(
         VocabularyError: when the tokenizer produced a token that cannot be a line
             of a vocabulary file (empty or containing whitespace).
 
-    Example:
-    >>> import os, tempfile
-    >>> path = os.path.join(tempfile.mkdtemp(), "train.tok")
-    >>> with open(path, "w") as file:
-    ...     _ = file.write("b a b\\n\\nc b a\\n")
-    >>> build_vocabulary([path])
-    ['<blank>', '<s>', '</s>', 'b', 'a', 'c']
-    >>> build_vocabulary([path], min_frequency=2, size_multiple=4)
-    ['<blank>', '<s>', '</s>', 'b', 'a', 'averyunlikelytoken0', 'averyunlikelytoken1']
+    Examples:
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "train.tok")
+        >>> with open(path, "w") as file:
+        ...     _ = file.write("b a b\\n\\nc b a\\n")
+        >>> build_vocabulary([path])
+        ['<blank>', '<s>', '</s>', 'b', 'a', 'c']
+        >>> build_vocabulary([path], min_frequency=2, size_multiple=4)
+        ['<blank>', '<s>', '</s>', 'b', 'a', 'averyunlikelytoken0', 'averyunlikelytoken1']
     """
     files = list(files)
     if size is not None and size <= len(SPECIAL_TOKENS):
