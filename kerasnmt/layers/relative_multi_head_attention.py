@@ -1,0 +1,284 @@
+"""Multi-head attention with Shaw et al. relative position representations and a decoding cache."""
+
+import keras
+import tensorflow as tf
+
+# Added to masked logits (computed in float32) so that their softmax weight is exactly zero.
+_MASKED_LOGIT = -1e9
+
+
+@keras.saving.register_keras_serializable(package="kerasnmt")
+class RelativeMultiHeadAttention(keras.layers.Layer):
+    """Multi-head attention with relative position representations (Shaw et al., 2018).
+
+    For self-attention with `maximum_relative_position=k`, the distance between query position
+    `i` and key position `j` is clipped, `r = clip(j - i, -k, k) + k`, and indexes two learned
+    tables `A_K` and `A_V` of shape `[2k + 1, key_dim]`, shared across heads:
+
+        logits[i, j] = q_i · (K_j + A_K[r]) / sqrt(key_dim)
+        outputs[i]   = sum_j softmax(logits)[i, j] · (V_j + A_V[r])
+
+    as OpenNMT-tf computes it (the queries are scaled by `key_dim ** -0.5`, attention dropout
+    is applied to the weights used for both terms). With `maximum_relative_position=None` it is
+    plain multi-head attention, used for the decoder's attention over the encoder outputs.
+
+    Incremental decoding: `initial_cache(batch_size, max_length)` gives zero keys and values
+    `[B, max_length, num_heads, key_dim]`; each call with `cache` and `step` writes the keys and
+    values of the one new query position at `step` and attends to positions `<= step` only, so
+    a decoding step never recomputes earlier positions and all shapes stay static (XLA). For
+    cross-attention, `project_memory(value)` projects the encoder outputs once; pass the
+    result as `cache` (without `step`) at every step.
+
+    Args:
+        num_heads: number of attention heads.
+        key_dim: size of each head for queries, keys and values.
+        maximum_relative_position: the clipping distance `k`, or `None` for no relative
+            position representations.
+        dropout: dropout rate on the attention weights (training only).
+        use_bias: whether the four projections have biases.
+        kernel_initializer: initializer of the projection kernels and the relative tables.
+        bias_initializer: initializer of the projection biases.
+        **kwargs: passed to `keras.layers.Layer` (e.g. `name`, `dtype`).
+
+    Call arguments:
+        query: `[B, T, D]` queries.
+        value: `[B, S, D_v]` keys/values for cross-attention; `None` for self-attention.
+        attention_mask: boolean, `[B, S]` (keys that may be attended, e.g. not padding) or
+            `[B, T, S]`.
+        use_causal_mask: forbid attending to later positions (decoder self-attention).
+        cache: incremental self-attention state from `initial_cache` (with `step`), or
+            projected encoder keys/values from `project_memory` (without `step`).
+        step: scalar int, the position of the one query when decoding with a self-attention
+            cache (`T` must be 1).
+        training: enables dropout.
+        return_attention_scores: also return the attention weights.
+
+    Returns:
+        `outputs` `[B, T, D]`; then the updated `cache` when a cache is given; then the
+        attention weights `[B, num_heads, T, S]` when `return_attention_scores`.
+
+    Example:
+    >>> layer = RelativeMultiHeadAttention(num_heads=2, key_dim=3, maximum_relative_position=4)
+    >>> layer(tf.random.normal([2, 5, 6])).shape
+    TensorShape([2, 5, 6])
+
+    Reference:
+        [Shaw et al., 2018, Self-Attention with Relative Position Representations](https://arxiv.org/abs/1803.02155);
+        [OpenNMT-tf `MultiHeadAttention`](https://github.com/OpenNMT/OpenNMT-tf/blob/master/opennmt/layers/transformer.py)
+    """
+
+    def __init__(
+        self,
+        num_heads,
+        key_dim,
+        maximum_relative_position=None,
+        dropout=0.0,
+        use_bias=True,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if maximum_relative_position is not None and maximum_relative_position < 1:
+            raise ValueError(
+                "RelativeMultiHeadAttention: maximum_relative_position must be a positive "
+                f"integer or None, got {maximum_relative_position!r}"
+            )
+        self.num_heads = num_heads
+        self.key_dim = key_dim
+        self.maximum_relative_position = maximum_relative_position
+        self.dropout = dropout
+        self.use_bias = use_bias
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.supports_jit = True
+
+        inner_dim = num_heads * key_dim
+        self.query_dense = self._projection(inner_dim, "query")
+        self.key_dense = self._projection(inner_dim, "key")
+        self.value_dense = self._projection(inner_dim, "value")
+        self.output_dense = None  # Its size is the query size, known in build().
+        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+
+    def _projection(self, units, name):
+        return keras.layers.Dense(
+            units,
+            use_bias=self.use_bias,
+            kernel_initializer=_clone_initializer(self.kernel_initializer),
+            bias_initializer=_clone_initializer(self.bias_initializer),
+            dtype=self.dtype_policy,
+            name=name,
+        )
+
+    def build(self, query_shape, value_shape=None):
+        if value_shape is None and isinstance(query_shape[0], (list, tuple)):
+            # Called with the list of input shapes (e.g. by a wrapping model).
+            query_shape, value_shape = query_shape[0], query_shape[1]
+        if value_shape is None:
+            value_shape = query_shape
+        query_dim = query_shape[-1]
+        inner_dim = self.num_heads * self.key_dim
+        self.query_dense.build(query_shape)
+        self.key_dense.build(value_shape)
+        self.value_dense.build(value_shape)
+        self.output_dense = self._projection(query_dim, "output")
+        self.output_dense.build(tuple(query_shape[:-1]) + (inner_dim,))
+        if self.maximum_relative_position is not None:
+            window = 2 * self.maximum_relative_position + 1
+            self.relative_position_keys = self.add_weight(
+                name="relative_position_keys",
+                shape=(window, self.key_dim),
+                initializer=_clone_initializer(self.kernel_initializer),
+            )
+            self.relative_position_values = self.add_weight(
+                name="relative_position_values",
+                shape=(window, self.key_dim),
+                initializer=_clone_initializer(self.kernel_initializer),
+            )
+        self.built = True
+
+    def initial_cache(self, batch_size, max_length):
+        """Zero keys and values for incremental self-attention.
+
+        Args:
+            batch_size: the batch size `B`.
+            max_length: the number of positions the cache holds.
+
+        Returns:
+            `{"keys": ..., "values": ...}`, each `[B, max_length, num_heads, key_dim]`.
+        """
+        shape = [batch_size, max_length, self.num_heads, self.key_dim]
+        zeros = tf.zeros(shape, dtype=self.compute_dtype)
+        return {"keys": zeros, "values": zeros}
+
+    def project_memory(self, value):
+        """Projects encoder outputs `[B, S, D_v]` once into cross-attention keys and values.
+
+        Returns:
+            `{"keys": ..., "values": ...}`, each `[B, S, num_heads, key_dim]`.
+        """
+        value = tf.cast(value, self.compute_dtype)
+        if not self.built:
+            self.build(value.shape, value.shape)
+        return {
+            "keys": self._split_heads(self.key_dense(value)),
+            "values": self._split_heads(self.value_dense(value)),
+        }
+
+    def _split_heads(self, x):
+        shape = tf.shape(x)
+        return tf.reshape(x, [shape[0], shape[1], self.num_heads, self.key_dim])
+
+    def call(
+        self,
+        query,
+        value=None,
+        attention_mask=None,
+        use_causal_mask=False,
+        cache=None,
+        step=None,
+        training=None,
+        return_attention_scores=False,
+    ):
+        incremental = cache is not None and step is not None
+        uses_memory_cache = cache is not None and step is None
+        is_self_attention = value is None and not uses_memory_cache
+        if self.maximum_relative_position is not None and not is_self_attention:
+            raise ValueError(
+                "RelativeMultiHeadAttention: relative position representations only apply to "
+                "self-attention; call it without `value` and without a memory `cache`, or set "
+                "maximum_relative_position=None"
+            )
+        if incremental and query.shape[1] not in (None, 1):
+            raise ValueError(
+                "RelativeMultiHeadAttention: incremental decoding (cache with step) takes one "
+                f"query position, got query shape {query.shape}"
+            )
+
+        query = tf.cast(query, self.compute_dtype)
+        queries = self._split_heads(self.query_dense(query)) * (self.key_dim**-0.5)
+        if uses_memory_cache:
+            keys, values = cache["keys"], cache["values"]
+        else:
+            source = query if value is None else tf.cast(value, self.compute_dtype)
+            keys = self._split_heads(self.key_dense(source))
+            values = self._split_heads(self.value_dense(source))
+            if incremental:
+                keys = _write_at(cache["keys"], keys, step)
+                values = _write_at(cache["values"], values, step)
+                cache = {"keys": keys, "values": values}
+
+        query_length, key_length = tf.shape(queries)[1], tf.shape(keys)[1]
+        first_position = step if incremental else 0
+        query_positions = first_position + tf.range(query_length)
+        key_positions = tf.range(key_length)
+
+        logits = tf.einsum("bthd,bshd->bhts", queries, keys)
+        if self.maximum_relative_position is not None:
+            window = 2 * self.maximum_relative_position + 1
+            distance = key_positions[tf.newaxis, :] - query_positions[:, tf.newaxis]
+            bucket = (
+                tf.clip_by_value(
+                    distance, -self.maximum_relative_position, self.maximum_relative_position
+                )
+                + self.maximum_relative_position
+            )
+            bucket_one_hot = tf.one_hot(bucket, window, dtype=logits.dtype)  # [T, S, 2k+1]
+            query_dot_table = tf.einsum("bthd,rd->bhtr", queries, self.relative_position_keys)
+            logits += tf.einsum("bhtr,tsr->bhts", query_dot_table, bucket_one_hot)
+
+        mask = None
+        if attention_mask is not None:
+            mask = tf.cast(attention_mask, tf.bool)
+            if mask.shape.rank == 2:
+                mask = mask[:, tf.newaxis, tf.newaxis, :]
+            else:
+                mask = mask[:, tf.newaxis, :, :]
+        if use_causal_mask or incremental:
+            causal = key_positions[tf.newaxis, :] <= query_positions[:, tf.newaxis]
+            mask = causal if mask is None else tf.logical_and(mask, causal)
+        logits = tf.cast(logits, tf.float32)
+        if mask is not None:
+            logits = tf.where(mask, logits, _MASKED_LOGIT)
+        weights = tf.cast(tf.nn.softmax(logits, axis=-1), self.compute_dtype)
+        dropped_weights = self.dropout_layer(weights, training=training)
+
+        heads = tf.einsum("bhts,bshd->bthd", dropped_weights, values)
+        if self.maximum_relative_position is not None:
+            weight_per_bucket = tf.einsum("bhts,tsr->bhtr", dropped_weights, bucket_one_hot)
+            heads += tf.einsum("bhtr,rd->bthd", weight_per_bucket, self.relative_position_values)
+        shape = tf.shape(heads)
+        heads = tf.reshape(heads, [shape[0], shape[1], self.num_heads * self.key_dim])
+        outputs = self.output_dense(heads)
+
+        results = (outputs,)
+        if cache is not None:
+            results += (cache,)
+        if return_attention_scores:
+            results += (weights,)
+        return results[0] if len(results) == 1 else results
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            num_heads=self.num_heads,
+            key_dim=self.key_dim,
+            maximum_relative_position=self.maximum_relative_position,
+            dropout=self.dropout,
+            use_bias=self.use_bias,
+            kernel_initializer=keras.initializers.serialize(self.kernel_initializer),
+            bias_initializer=keras.initializers.serialize(self.bias_initializer),
+        )
+        return config
+
+
+def _write_at(cache, update, step):
+    """Returns `cache` `[B, L, ...]` with `update` `[B, 1, ...]` written at position `step`."""
+    at_step = tf.equal(tf.range(tf.shape(cache)[1]), step)
+    at_step = tf.reshape(at_step, [1, -1] + [1] * (cache.shape.rank - 2))
+    return tf.where(at_step, tf.cast(update, cache.dtype), cache)
+
+
+def _clone_initializer(initializer):
+    """A fresh copy, so that no two weights share one initializer instance."""
+    return initializer.__class__.from_config(initializer.get_config())

@@ -1,0 +1,129 @@
+"""The Transformer decoder: a stack of `TransformerDecoderLayer`, with a one-step decoding API."""
+
+import keras
+import tensorflow as tf
+
+from kerasnmt.layers.transformer_decoder_layer import TransformerDecoderLayer
+from kerasnmt.layers.transformer_encoder import TransformerEncoder
+
+
+@keras.saving.register_keras_serializable(package="kerasnmt")
+class TransformerDecoder(TransformerEncoder):
+    """Decodes embedded target tokens against encoder outputs, in full or one step at a time.
+
+    As OpenNMT-tf's `SelfAttentionDecoder`: embeddings scaled by `sqrt(num_units)`, sinusoidal
+    positions when `maximum_relative_position` is `None`, dropout, `num_layers`
+    `TransformerDecoderLayer`s, a final layer normalization when `pre_norm`. It returns the
+    attention weights of the first head of the last layer's attention over the encoder (what
+    guided alignment and the coverage penalty use).
+
+    Decoding API (what a beam search drives): `initial_cache(encoder_outputs, max_length)`
+    builds the state once per source batch (encoder keys/values projected once, zero
+    self-attention keys/values of `max_length` positions, every tensor batch-major), and
+    `decode_step(inputs, step, cache, encoder_padding_mask)` decodes one position: it writes
+    that position's keys/values into the cache and never recomputes earlier positions.
+
+    Args:
+        num_layers: number of layers.
+        num_units: model dimension `D`.
+        num_heads: attention heads.
+        ffn_inner_dim: inner size of the feed-forward networks.
+        dropout: dropout on the scaled embeddings and on each sublayer output.
+        attention_dropout: dropout on the attention weights.
+        ffn_dropout: dropout on the feed-forward inner activations.
+        ffn_activation: feed-forward activation.
+        maximum_relative_position: relative position clipping distance of the
+            self-attention, or `None` for absolute sinusoidal positions.
+        pre_norm: pre-norm (True) or post-norm (False) residual blocks.
+        **kwargs: passed to `keras.layers.Layer`.
+
+    Call arguments:
+        inputs: `[B, T, D]` target input embeddings (`<s>` + tokens).
+        encoder_outputs: `[B, S, D]`.
+        encoder_padding_mask: boolean `[B, S]`, True on real source positions.
+        training: enables dropout.
+
+    Returns:
+        `(outputs [B, T, D], attention [B, T, S])`.
+
+    Example:
+    >>> decoder = TransformerDecoder(num_layers=1, num_units=8, num_heads=2, ffn_inner_dim=16,
+    ...                              maximum_relative_position=4)
+    >>> encoder_outputs = keras.ops.ones([2, 5, 8])
+    >>> outputs, attention = decoder(keras.ops.ones([2, 3, 8]), encoder_outputs)
+    >>> outputs.shape, attention.shape
+    (TensorShape([2, 3, 8]), TensorShape([2, 3, 5]))
+    >>> cache = decoder.initial_cache(encoder_outputs, max_length=10)
+    >>> step_outputs, step_attention, cache = decoder.decode_step(
+    ...     keras.ops.ones([2, 8]), 0, cache)
+    >>> step_outputs.shape, step_attention.shape
+    (TensorShape([2, 8]), TensorShape([2, 5]))
+
+    Reference:
+        [OpenNMT-tf `SelfAttentionDecoder`](https://github.com/OpenNMT/OpenNMT-tf/blob/master/opennmt/decoders/self_attention_decoder.py)
+    """
+
+    def _make_layer(self, **kwargs):
+        return TransformerDecoderLayer(
+            self.num_units,
+            self.num_heads,
+            self.ffn_inner_dim,
+            dropout=self.dropout,
+            attention_dropout=self.attention_dropout,
+            ffn_dropout=self.ffn_dropout,
+            ffn_activation=self.ffn_activation,
+            maximum_relative_position=self.maximum_relative_position,
+            pre_norm=self.pre_norm,
+            **kwargs,
+        )
+
+    def call(self, inputs, encoder_outputs, encoder_padding_mask=None, training=None):
+        outputs = self._embed(inputs, training=training)
+        for layer in self.transformer_layers:
+            outputs, attention = layer(
+                outputs,
+                encoder_outputs,
+                encoder_padding_mask=encoder_padding_mask,
+                training=training,
+            )
+        return self._normalize_output(outputs), attention[:, 0]
+
+    def initial_cache(self, encoder_outputs, max_length):
+        """The decoding state for encoder outputs `[B, S, D]` and at most `max_length` steps.
+
+        Returns:
+            A list with one cache per layer (see `TransformerDecoderLayer.initial_cache`);
+            every tensor is batch-major.
+        """
+        encoder_outputs = tf.cast(encoder_outputs, self.compute_dtype)
+        if not self.built:
+            self.build(encoder_outputs.shape)
+        return [layer.initial_cache(encoder_outputs, max_length) for layer in self.transformer_layers]
+
+    def decode_step(self, inputs, step, cache, encoder_padding_mask=None):
+        """Decodes one position (inference: no dropout).
+
+        Args:
+            inputs: `[B, D]` or `[B, 1, D]` embeddings of the tokens at position `step`.
+            step: scalar int, the 0-based position being decoded (`< max_length`).
+            cache: from `initial_cache` or the previous `decode_step`.
+            encoder_padding_mask: boolean `[B, S]`, True on real source positions.
+
+        Returns:
+            `(outputs [B, D], attention [B, S], new_cache)`.
+        """
+        if len(inputs.shape) == 2:
+            inputs = inputs[:, tf.newaxis]
+        outputs = self._embed(inputs, start_index=step, training=False)
+        new_cache = []
+        for layer, layer_cache in zip(self.transformer_layers, cache):
+            outputs, attention, layer_cache = layer(
+                outputs,
+                encoder_padding_mask=encoder_padding_mask,
+                cache=layer_cache,
+                step=step,
+                training=False,
+            )
+            new_cache.append(layer_cache)
+        outputs = self._normalize_output(outputs)
+        return outputs[:, 0], attention[:, 0, 0], new_cache

@@ -1,0 +1,142 @@
+import math
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from kerasnmt.layers import RelativeMultiHeadAttention
+from tests.layer_test_helper import run_layer_test
+
+
+def _dense(layer, x):
+    return x @ layer.kernel.numpy() + layer.bias.numpy()
+
+
+def loop_attention(layer, query, value=None, key_mask=None, causal=False):
+    """The formulas of Shaw et al. (2018) with OpenNMT-tf's scaling, one scalar at a time."""
+    value = query if value is None else value
+    batch, length, _ = query.shape
+    memory_length = value.shape[1]
+    heads, depth, k = layer.num_heads, layer.key_dim, layer.maximum_relative_position
+    q = _dense(layer.query_dense, query).reshape(batch, length, heads, depth)
+    keys = _dense(layer.key_dense, value).reshape(batch, memory_length, heads, depth)
+    values = _dense(layer.value_dense, value).reshape(batch, memory_length, heads, depth)
+    if k is not None:
+        table_k = layer.relative_position_keys.numpy()
+        table_v = layer.relative_position_values.numpy()
+    heads_out = np.zeros([batch, length, heads, depth])
+    weights = np.zeros([batch, heads, length, memory_length])
+    for b in range(batch):
+        for h in range(heads):
+            for i in range(length):
+                logits = np.full([memory_length], -np.inf)
+                for j in range(memory_length):
+                    if key_mask is not None and not key_mask[b][j]:
+                        continue
+                    if causal and j > i:
+                        continue
+                    key = keys[b, j, h].copy()
+                    if k is not None:
+                        key += table_k[min(max(j - i, -k), k) + k]
+                    logits[j] = sum(q[b, i, h, d] * key[d] for d in range(depth)) / math.sqrt(depth)
+                probabilities = np.exp(logits - logits.max())
+                probabilities /= probabilities.sum()
+                weights[b, h, i] = probabilities
+                for j in range(memory_length):
+                    item = values[b, j, h].copy()
+                    if k is not None:
+                        item += table_v[min(max(j - i, -k), k) + k]
+                    heads_out[b, i, h] += probabilities[j] * item
+    outputs = _dense(layer.output_dense, heads_out.reshape(batch, length, heads * depth))
+    return outputs, weights
+
+
+def _random(shape, seed):
+    return np.random.default_rng(seed).normal(size=shape).astype("float32")
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_relative_self_attention_matches_loop_formulas(causal):
+    layer = RelativeMultiHeadAttention(num_heads=2, key_dim=3, maximum_relative_position=2)
+    query = _random([2, 6, 5], 0)
+    key_mask = np.array([[1] * 6, [1] * 4 + [0] * 2], dtype=bool)
+    layer(query)  # build
+    # Non-trivial relative tables, so that a missing or transposed term shows.
+    layer.relative_position_keys.assign(_random([5, 3], 1))
+    layer.relative_position_values.assign(_random([5, 3], 2))
+    outputs, weights = layer(
+        query, attention_mask=key_mask, use_causal_mask=causal, return_attention_scores=True
+    )
+    expected_outputs, expected_weights = loop_attention(layer, query, None, key_mask, causal)
+    np.testing.assert_allclose(weights, expected_weights, atol=1e-6)
+    np.testing.assert_allclose(outputs, expected_outputs, atol=1e-5)
+
+
+def test_relative_terms_change_the_output():
+    """Shifting a table changes the output: the relative terms are really used."""
+    layer = RelativeMultiHeadAttention(num_heads=1, key_dim=2, maximum_relative_position=1)
+    query = _random([1, 4, 2], 3)
+    before = layer(query).numpy()
+    layer.relative_position_values.assign(layer.relative_position_values + 1.0)
+    assert not np.allclose(before, layer(query).numpy())
+
+
+def test_cross_attention_matches_loop_formulas():
+    layer = RelativeMultiHeadAttention(num_heads=2, key_dim=2, maximum_relative_position=None)
+    query, value = _random([2, 3, 4], 4), _random([2, 5, 4], 5)
+    key_mask = np.array([[1] * 5, [1] * 2 + [0] * 3], dtype=bool)
+    outputs, weights = layer(query, value, attention_mask=key_mask, return_attention_scores=True)
+    expected_outputs, expected_weights = loop_attention(layer, query, value, key_mask)
+    np.testing.assert_allclose(weights, expected_weights, atol=1e-6)
+    np.testing.assert_allclose(outputs, expected_outputs, atol=1e-5)
+    # Padding positions get exactly zero weight.
+    assert np.all(weights.numpy()[1, :, :, 2:] == 0)
+
+
+def test_incremental_self_attention_equals_full_causal_attention():
+    layer = RelativeMultiHeadAttention(num_heads=2, key_dim=3, maximum_relative_position=2)
+    query = _random([3, 7, 6], 6)
+    full = layer(query, use_causal_mask=True).numpy()
+    step_fn = tf.function(lambda q, c, s: layer(q, cache=c, step=s), jit_compile=True)
+    cache = layer.initial_cache(3, 9)
+    for step in range(7):
+        outputs, cache = step_fn(query[:, step : step + 1], cache, tf.constant(step))
+        np.testing.assert_allclose(outputs[:, 0], full[:, step], atol=1e-5)
+    # The cache holds the keys of the 7 decoded positions and zeros after them.
+    assert np.all(cache["keys"].numpy()[:, 7:] == 0)
+    assert np.all(np.abs(cache["keys"].numpy()[:, :7]).sum(axis=(2, 3)) > 0)
+
+
+def test_memory_cache_equals_cross_attention():
+    layer = RelativeMultiHeadAttention(num_heads=2, key_dim=2)
+    query, value = _random([2, 1, 4], 7), _random([2, 5, 4], 8)
+    mask = np.array([[1] * 5, [1] * 3 + [0] * 2], dtype=bool)
+    expected = layer(query, value, attention_mask=mask)
+    outputs, _ = layer(query, attention_mask=mask, cache=layer.project_memory(value))
+    np.testing.assert_allclose(outputs, expected, atol=1e-6)
+
+
+def test_relative_positions_refuse_cross_attention():
+    layer = RelativeMultiHeadAttention(num_heads=1, key_dim=2, maximum_relative_position=2)
+    with pytest.raises(ValueError, match="only apply to self-attention"):
+        layer(_random([1, 2, 2], 0), _random([1, 3, 2], 1))
+
+
+def test_run_layer_test_self_attention():
+    run_layer_test(
+        RelativeMultiHeadAttention,
+        dict(num_heads=2, key_dim=2, maximum_relative_position=3, dropout=0.1),
+        _random([2, 4, 4], 9),
+        call_kwargs=dict(use_causal_mask=True),
+        atol=1e-5,
+    )
+
+
+def test_run_layer_test_cross_attention():
+    run_layer_test(
+        RelativeMultiHeadAttention,
+        dict(num_heads=2, key_dim=3),
+        (_random([2, 3, 4], 10), _random([2, 5, 4], 11)),
+        call_kwargs=dict(return_attention_scores=True),
+        atol=1e-5,
+    )
