@@ -18,6 +18,7 @@ from kerasnmt.data.sentencepiece_trainer import MODEL_TYPES, train_sentencepiece
 from kerasnmt.data.text_files import ERROR_POLICIES
 from kerasnmt.data.vocabulary import load_vocabulary, save_vocabulary
 from kerasnmt.data.vocabulary_builder import build_vocabulary
+from kerasnmt.evaluation import BLEU_TOKENIZERS, score_files
 
 PROGRAM = "kerasnmt"
 BAD_INPUT_STATUS = 2
@@ -165,6 +166,35 @@ def check_vocab(parser):
             tokens = load_vocabulary(path)
             print(f"{path}: {len(tokens)} entries, {len(tokens) + 1} ids with the "
                   "unknown token")
+
+    return run
+
+
+@subcommand
+def evaluate(parser):
+    """Score translations against references with BLEU and chrF2 (sacreBLEU).
+
+    Both files are detokenized text, UTF-8, one sentence a line, line-aligned: score
+    what a reader sees, not SentencePiece pieces or tokens (sacreBLEU tokenizes the
+    text itself for BLEU). Prints corpus BLEU and chrF2, each with sacreBLEU's
+    signature, which records the settings so that scores can be compared and
+    reproduced, then BLEU's n-gram precisions, brevity penalty and lengths.
+    """
+    parser.add_argument("hypotheses", metavar="HYPOTHESES", help="the translations to score")
+    parser.add_argument("references", metavar="REFERENCES", help="the reference translations")
+    parser.add_argument(
+        "--lowercase", action="store_true",
+        help="compare lowercased text (recorded as case:lc in the signatures)",
+    )
+    parser.add_argument(
+        "--tokenize", choices=BLEU_TOKENIZERS, default="13a",
+        help="sacreBLEU's tokenizer for BLEU (default: %(default)s, sacreBLEU's own default)",
+    )
+
+    def run(args):
+        print(score_files(
+            args.hypotheses, args.references, lowercase=args.lowercase, tokenize=args.tokenize
+        ))
 
     return run
 

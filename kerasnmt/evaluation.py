@@ -5,6 +5,7 @@ import dataclasses
 from sacrebleu.metrics import BLEU, CHRF
 
 SENTENCEPIECE_MARKER = "\u2581"
+BLEU_TOKENIZERS = tuple(BLEU.TOKENIZERS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,9 +82,9 @@ def score_translations(hypotheses, references, lowercase=False, tokenize="13a"):
             f"{len(hypotheses)} hypotheses but {len(references)} references: "
             "each hypothesis needs exactly one reference"
         )
-    if tokenize not in BLEU.TOKENIZERS:
+    if tokenize not in BLEU_TOKENIZERS:
         raise ValueError(
-            f"unknown sacreBLEU tokenizer {tokenize!r}; choose one of {', '.join(BLEU.TOKENIZERS)}"
+            f"unknown sacreBLEU tokenizer {tokenize!r}; choose one of {', '.join(BLEU_TOKENIZERS)}"
         )
     _check_detokenized(hypotheses, "hypothesis")
     _check_detokenized(references, "reference")

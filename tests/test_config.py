@@ -31,7 +31,9 @@ def errors_of(path, **kwargs):
     return caught.value.errors
 
 
-def test_valid_config_merges_onto_defaults_and_resolves_paths(run_dir, tmp_path_factory, monkeypatch):
+def test_valid_config_merges_onto_defaults_and_resolves_paths(
+    run_dir, tmp_path_factory, monkeypatch
+):
     path = write_config(
         run_dir,
         """
@@ -223,7 +225,8 @@ def test_missing_files_are_named_with_their_resolved_path(run_dir):
         """,
     )
     assert errors_of(path) == [
-        f"data.source_vocabulary: file not found: {run_dir / 'vocab.missing'} (relative to {run_dir})",
+        f"data.source_vocabulary: file not found: {run_dir / 'vocab.missing'} "
+        f"(relative to {run_dir})",
         f"data.train_features_file: [1] file not found: {run_dir / 'corpus2.en'} "
         f"(relative to {run_dir})",
         "data.train_labels_file: [1] file not found: /nonexistent/corpus2.de",
@@ -295,7 +298,8 @@ def test_a_mistake_is_not_reported_again_as_a_contradiction(run_dir):
         """,
     )
     assert errors_of(path) == [
-        f"data.train_features_file: file not found: {run_dir / 'missing.en'} (relative to {run_dir})",
+        f"data.train_features_file: file not found: {run_dir / 'missing.en'} "
+        f"(relative to {run_dir})",
         "model.num_heads: expected an integer >= 1, got 0",
         "params.beam_width: expected an integer >= 1, got 0",
     ]
@@ -303,7 +307,8 @@ def test_a_mistake_is_not_reported_again_as_a_contradiction(run_dir):
 
 def test_required_keys(tmp_path):
     path = write_config(tmp_path, "train:\n  batch_size: 0\n")
-    assert errors_of(path, required=["model_dir", "data.train_features_file", "train.batch_size"]) == [
+    required = ["model_dir", "data.train_features_file", "train.batch_size"]
+    assert errors_of(path, required=required) == [
         "data.train_features_file: required but not set",
         "model_dir: required but not set",
         "train.batch_size: expected an integer >= 1, got 0",

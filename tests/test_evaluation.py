@@ -116,3 +116,39 @@ def test_score_files(tmp_path):
 def test_docstring_examples_run():
     results = doctest.testmod(evaluation, optionflags=doctest.ELLIPSIS)
     assert results.attempted > 0 and results.failed == 0
+
+
+def test_evaluate_command(tmp_path, capsys):
+    from kerasnmt import cli
+
+    hypotheses = tmp_path / "hyp.de"
+    references = tmp_path / "ref.de"
+    hypotheses.write_text("the cat sat on the mat\n", encoding="utf-8")
+    references.write_text("the cat sat on a mat\n", encoding="utf-8")
+
+    assert cli.main(["evaluate", str(hypotheses), str(references)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    bleu = 100 * geometric_mean([5 / 6, 3 / 5, 2 / 4, 1 / 3])
+    assert lines[0].startswith(f"BLEU = {bleu:.2f}  nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|")
+    assert lines[1].startswith("chrF2 = ") and "|nc:6|nw:0|space:no|" in lines[1]
+    assert lines[2].startswith("BLEU = 53.73 83.3/60.0/50.0/33.3 (BP = 1.000")
+
+    options = ["--lowercase", "--tokenize", "intl"]
+    assert cli.main(["evaluate", *options, str(hypotheses), str(references)]) == 0
+    assert "case:lc|eff:no|tok:intl|" in capsys.readouterr().out
+
+    references.write_text("one\ntwo\n", encoding="utf-8")
+    assert cli.main(["evaluate", str(hypotheses), str(references)]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("kerasnmt evaluate: error: ") and "has 1 lines but" in error
+    assert error.count("\n") == 1
+
+    assert cli.main(["evaluate", str(hypotheses), str(tmp_path / "absent.de")]) == 2
+    assert "absent.de" in capsys.readouterr().err
+
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["evaluate", "--help"])
+    assert exit_info.value.code == 0
+    help_text = " ".join(capsys.readouterr().out.split())
+    for option in ["HYPOTHESES", "REFERENCES", "--lowercase", "--tokenize", "signature"]:
+        assert option in help_text
