@@ -8,7 +8,6 @@ from kerasnmt.layers.transformer_encoder import TransformerEncoder
 from kerasnmt.layers.transformer_encoder_layer import TransformerEncoderLayer
 from kerasnmt.layers.pharaoh_alignment import PharaohAlignment
 from kerasnmt.layers.sentencepiece_tokenizer import SentencePieceTokenizer
-from kerasnmt.layers.translation_preprocessor import TranslationPreprocessor
 from kerasnmt.layers.vocab_lookup import VocabLookup
 from kerasnmt.layers.whitespace_tokenizer import WhitespaceTokenizer
 
@@ -21,7 +20,6 @@ __all__ = [
     "TransformerEncoderLayer",
     "PharaohAlignment",
     "SentencePieceTokenizer",
-    "TranslationPreprocessor",
     "VocabLookup",
     "WhitespaceTokenizer",
 ]
