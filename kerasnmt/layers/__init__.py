@@ -10,6 +10,7 @@ from kerasnmt.layers.pharaoh_alignment import PharaohAlignment
 from kerasnmt.layers.sentencepiece_tokenizer import SentencePieceTokenizer
 from kerasnmt.layers.vocab_lookup import VocabLookup
 from kerasnmt.layers.whitespace_tokenizer import WhitespaceTokenizer
+from kerasnmt.layers.translation_preprocessor import TranslationPreprocessor
 
 __all__ = [
     "RelativeMultiHeadAttention",
@@ -22,4 +23,5 @@ __all__ = [
     "SentencePieceTokenizer",
     "VocabLookup",
     "WhitespaceTokenizer",
+    "TranslationPreprocessor",
 ]

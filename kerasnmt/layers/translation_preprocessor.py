@@ -1,0 +1,177 @@
+"""A translation model's preprocessing: text to ids (and alignments), and ids back to text."""
+
+import keras
+import tensorflow as tf
+
+from kerasnmt.layers.pharaoh_alignment import PharaohAlignment
+from kerasnmt.layers.preprocessing_layer import PreprocessingLayer
+from kerasnmt.layers.vocab_lookup import VocabLookup
+
+
+@keras.saving.register_keras_serializable(package="kerasnmt")
+class TranslationPreprocessor(PreprocessingLayer):
+    """Turns source (and target) text into the features (and labels) of a translation model.
+
+    One definition for both uses of preprocessing: mapped over a `tf.data` pipeline for training
+    and evaluation (on single examples before batching, or on batches), and inside the exported
+    model for serving. Source text goes through `source_tokenizer` then a source-side
+    `VocabLookup`; target text through `target_tokenizer` then a target-side `VocabLookup`
+    (`<s>`/`</s>` shift). Pharaoh alignment lines become `[T, S]` matrices, where `T` and `S`
+    count the target and source tokens (without `<s>`/`</s>`), as OpenNMT-tf's guided alignment
+    expects. `detokenize_target` goes the other way, from decoded ids to text.
+
+    Args:
+        source_tokenizer: a tokenizer layer (`WhitespaceTokenizer`, `SentencePieceTokenizer`, or
+            any serializable layer that maps a string scalar to 1-D tokens and `[B]` strings to
+            `[B, None]` ragged tokens).
+        target_tokenizer: the same for the target language; its `detokenize` is used by
+            `detokenize_target`.
+        source_vocabulary: the source vocabulary file or token list (see `VocabLookup`).
+        target_vocabulary: the target vocabulary file or token list.
+        maximum_source_length: keep at most this many source tokens (truncation, see
+            `VocabLookup`); `None` keeps all.
+        maximum_target_length: keep at most this many target tokens, before `<s>`/`</s>`.
+        return_tokens: also return the (truncated) tokens as `"tokens"` in the features and the
+            labels, padded with "" in a batch.
+        **kwargs: passed to `keras.layers.Layer` (e.g. `name`).
+
+    Call arguments:
+        source: a string scalar (one example, as in `Dataset.map` before batching) or `[B]`
+            strings.
+        target: optional target strings shaped like `source`.
+        alignment: optional Pharaoh lines (`"source-target"` pairs) shaped like `source`;
+            needs `target`. A malformed line or an index beyond the tokens raises
+            `tf.errors.InvalidArgumentError` naming the line and the token counts.
+
+    Returns:
+        `features` when `target` is None, else `(features, labels)`. `features` is
+        `{"ids", "length"}`, `labels` is `{"ids", "ids_out", "length"}` (int32, see
+        `VocabLookup`); `labels["alignment"]` is float32 `[T, S]` (`[B, T_max, S_max]` for a
+        batch) when `alignment` is given; both have `"tokens"` when `return_tokens`.
+
+    Example:
+    >>> from kerasnmt.layers import WhitespaceTokenizer
+    >>> preprocessor = TranslationPreprocessor(
+    ...     WhitespaceTokenizer(), WhitespaceTokenizer(),
+    ...     ["<blank>", "<s>", "</s>", "▁he", "▁knows", "▁it"],
+    ...     ["<blank>", "<s>", "</s>", "▁он", "▁знает", "▁это"])
+    >>> features, labels = preprocessor("▁he ▁knows ▁it", "▁он ▁знает ▁это", "0-0 1-1 2-2")
+    >>> features["ids"].numpy().tolist(), labels["ids"].numpy().tolist()
+    ([3, 4, 5], [1, 3, 4, 5])
+    >>> labels["ids_out"].numpy().tolist(), int(labels["length"])
+    ([3, 4, 5, 2], 4)
+    >>> labels["alignment"].numpy().tolist()
+    [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+    >>> preprocessor.detokenize_target([[1, 5, 3, 2, 0]]).numpy().tolist() == ["▁это ▁он".encode()]
+    True
+
+    Reference:
+        [OpenNMT-tf training data](https://github.com/OpenNMT/OpenNMT-tf/blob/master/opennmt/inputters/text_inputter.py)
+    """
+
+    def __init__(
+        self,
+        source_tokenizer,
+        target_tokenizer,
+        source_vocabulary,
+        target_vocabulary,
+        maximum_source_length=None,
+        maximum_target_length=None,
+        return_tokens=False,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.source_tokenizer = source_tokenizer
+        self.target_tokenizer = target_tokenizer
+        self.maximum_source_length = maximum_source_length
+        self.maximum_target_length = maximum_target_length
+        self.return_tokens = return_tokens
+        self.source_lookup = VocabLookup(
+            source_vocabulary, side="source", maximum_length=maximum_source_length,
+            name="source_lookup",
+        )
+        self.target_lookup = VocabLookup(
+            target_vocabulary, side="target", maximum_length=maximum_target_length,
+            name="target_lookup",
+        )
+        self.alignment_densifier = PharaohAlignment(name="alignment_densifier")
+
+    @property
+    def source_vocabulary(self):
+        """The source tokens in id order (`source_lookup.get_vocabulary()`)."""
+        return self.source_lookup.get_vocabulary()
+
+    @property
+    def target_vocabulary(self):
+        """The target tokens in id order (`target_lookup.get_vocabulary()`)."""
+        return self.target_lookup.get_vocabulary()
+
+    def call(self, source, target=None, alignment=None):
+        source_tokens = self.source_tokenizer(source)
+        features = self.source_lookup(source_tokens)
+        if self.return_tokens:
+            features["tokens"] = _padded_tokens(source_tokens, self.maximum_source_length)
+        if target is None:
+            if alignment is not None:
+                raise ValueError("an alignment needs a target")
+            return features
+        target_tokens = self.target_tokenizer(target)
+        labels = self.target_lookup(target_tokens)
+        if self.return_tokens:
+            labels["tokens"] = _padded_tokens(target_tokens, self.maximum_target_length)
+        if alignment is not None:
+            # Checked against the full token counts, then cut like the tokens were.
+            matrix = self.alignment_densifier(
+                alignment, _token_count(source_tokens), _token_count(target_tokens)
+            )
+            labels["alignment"] = matrix[
+                ..., : tf.shape(labels["ids_out"])[-1] - 1, : tf.shape(features["ids"])[-1]
+            ]
+        return features, labels
+
+    def detokenize_target(self, ids):
+        """Turns target ids (e.g. decoded by a sampler) back into text.
+
+        Args:
+            ids: integer ids, 1-D or `[B, L]`; reading stops at `</s>`, and `<s>`/`<blank>`
+                are skipped (see `VocabLookup.invert`).
+
+        Returns:
+            A string scalar for 1-D ids, else `[B]` strings.
+        """
+        return self.target_tokenizer.detokenize(self.target_lookup.invert(ids))
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            source_tokenizer=keras.saving.serialize_keras_object(self.source_tokenizer),
+            target_tokenizer=keras.saving.serialize_keras_object(self.target_tokenizer),
+            source_vocabulary=self.source_vocabulary,
+            target_vocabulary=self.target_vocabulary,
+            maximum_source_length=self.maximum_source_length,
+            maximum_target_length=self.maximum_target_length,
+            return_tokens=self.return_tokens,
+        )
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        for key in ("source_tokenizer", "target_tokenizer"):
+            config[key] = keras.saving.deserialize_keras_object(config[key])
+        return cls(**config)
+
+
+def _token_count(tokens):
+    if isinstance(tokens, tf.RaggedTensor):
+        return tokens.row_lengths()
+    return tf.size(tokens)
+
+
+def _padded_tokens(tokens, maximum_length):
+    """Tokens cut to `maximum_length`; a ragged batch becomes dense, padded with ""."""
+    if maximum_length is not None:
+        tokens = tokens[..., :maximum_length]
+    if isinstance(tokens, tf.RaggedTensor):
+        return tokens.to_tensor("")
+    return tokens
