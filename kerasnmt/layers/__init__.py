@@ -8,9 +8,9 @@ from kerasnmt.layers.transformer_encoder import TransformerEncoder
 from kerasnmt.layers.transformer_encoder_layer import TransformerEncoderLayer
 from kerasnmt.layers.pharaoh_alignment import PharaohAlignment
 from kerasnmt.layers.sentencepiece_tokenizer import SentencePieceTokenizer
+from kerasnmt.layers.translation_preprocessor import TranslationPreprocessor
 from kerasnmt.layers.vocab_lookup import VocabLookup
 from kerasnmt.layers.whitespace_tokenizer import WhitespaceTokenizer
-from kerasnmt.layers.translation_preprocessor import TranslationPreprocessor
 
 __all__ = [
     "RelativeMultiHeadAttention",
@@ -21,7 +21,7 @@ __all__ = [
     "TransformerEncoderLayer",
     "PharaohAlignment",
     "SentencePieceTokenizer",
+    "TranslationPreprocessor",
     "VocabLookup",
     "WhitespaceTokenizer",
-    "TranslationPreprocessor",
 ]
