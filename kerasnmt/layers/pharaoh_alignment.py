@@ -19,7 +19,8 @@ class PharaohAlignment(PreprocessingLayer):
     `[target, source]`). An empty or whitespace-only line is an all-zero matrix; a pair listed
     twice is still 1. A malformed pair (`"0-x"`, `"1"`, `"0--1"`, `"-1-0"`), an index outside
     the lengths, or a negative length raises `tf.errors.InvalidArgumentError` whose message
-    holds both lengths and the line (of the first bad line in a batch). Only core TensorFlow ops are used.
+    holds both lengths and the line (the first bad line of a batch). Only core TensorFlow ops
+    are used.
 
     Args:
         **kwargs: passed to `keras.layers.Layer` (e.g. `name`).
@@ -62,7 +63,9 @@ class PharaohAlignment(PreprocessingLayer):
 def _lengths(length, lines):
     length = tf.cast(tf.convert_to_tensor(length), tf.int32)
     if length.shape.rank not in (0, lines.shape.rank):
-        raise ValueError(f"a length must be a scalar or match lines {lines.shape}, got {length.shape}")
+        raise ValueError(
+            f"a length must be a scalar or match lines {lines.shape}, got {length.shape}"
+        )
     return tf.reshape(tf.broadcast_to(length, tf.shape(lines)), [-1])
 
 

@@ -1,5 +1,6 @@
 """Maps tokens to the ids of an OpenNMT-format vocabulary, and ids back to tokens."""
 
+import numbers
 import os
 
 import keras
@@ -72,12 +73,16 @@ class VocabLookup(PreprocessingLayer):
         super().__init__(**kwargs)
         if side not in SIDES:
             raise ValueError(f"side must be one of {SIDES}, got {side!r}")
-        if maximum_length is not None and (
-            isinstance(maximum_length, bool)
-            or not isinstance(maximum_length, int)
-            or maximum_length < 1
-        ):
-            raise ValueError(f"maximum_length must be a positive integer or None, got {maximum_length!r}")
+        if maximum_length is not None:
+            if (
+                isinstance(maximum_length, bool)
+                or not isinstance(maximum_length, numbers.Integral)
+                or maximum_length < 1
+            ):
+                raise ValueError(
+                    f"maximum_length must be a positive integer or None, got {maximum_length!r}"
+                )
+            maximum_length = int(maximum_length)
         if isinstance(vocabulary, (str, os.PathLike)):
             tokens = load_vocabulary(vocabulary)
         else:

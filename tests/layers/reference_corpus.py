@@ -1,4 +1,4 @@
-"""The reference note's corpus (shared/reference/opennmt-tf-training-data.md) and its vocabularies."""
+"""The corpus of shared/reference/opennmt-tf-training-data.md and its vocabularies."""
 
 # The features and labels files of the note's table, one line each.
 FEATURES = ["▁a", "▁ 2 1", "▁yes", "▁no", "▁cat", "▁he ▁can", "▁door ▁open", "▁I ▁like ▁it",

@@ -96,7 +96,8 @@ def test_empty_sentence():
 
 
 def test_maximum_length_truncates_before_the_special_tokens():
-    source = VocabLookup(SOURCE_VOCABULARY, maximum_length=1)
+    source = VocabLookup(SOURCE_VOCABULARY, maximum_length=np.int64(1))
+    assert source.get_config()["maximum_length"] == 1
     assert source(["▁he", "▁can"])["ids"].numpy().tolist() == [HE]
     batch = source([["▁he", "▁can"], ["▁cat", ""]])
     assert batch["ids"].numpy().tolist() == [[HE], [CAT]]
@@ -119,7 +120,9 @@ def test_invert_stops_at_end_and_drops_start_and_padding():
     unknown = len(TARGET_VOCABULARY)
     one = lookup.invert([1, ON, unknown, MOZHET, 2, ON, 0])
     assert [t.decode() for t in one.numpy()] == ["▁он", "<unk>", "▁может"]
-    batch = tf.constant([[1, ON, MOZHET, 2, ON], [ON, 0, 0, 0, 0], [2, ON, 0, 0, 0], [0, 0, 0, 0, 0]])
+    batch = tf.constant(
+        [[1, ON, MOZHET, 2, ON], [ON, 0, 0, 0, 0], [2, ON, 0, 0, 0], [0, 0, 0, 0, 0]]
+    )
     expected = [["▁он", "▁может"], ["▁он"], [], []]
     expected = [[t.encode() for t in row] for row in expected]
     assert lookup.invert(batch).to_list() == expected
@@ -148,6 +151,8 @@ def test_bad_vocabularies_and_arguments_are_refused(tmp_path):
         VocabLookup(SPECIALS, side="labels")
     with pytest.raises(ValueError, match="maximum_length must be a positive integer"):
         VocabLookup(SPECIALS, maximum_length=0)
+    with pytest.raises(ValueError, match="maximum_length must be a positive integer"):
+        VocabLookup(SPECIALS, maximum_length=2.5)
     with pytest.raises(ValueError, match=r"1-D tokens .* or \[B, L\] tokens"):
         VocabLookup(SPECIALS)([[["▁a"]]])
 
