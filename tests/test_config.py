@@ -376,3 +376,23 @@ def test_paths_inside_home_are_expanded(run_dir, monkeypatch):
     monkeypatch.setenv("HOME", str(run_dir))
     config = check_config({"data": {"source_vocabulary": "~/vocab.en"}}, "/")
     assert config["data"]["source_vocabulary"] == os.path.join(str(run_dir), "vocab.en")
+
+
+@pytest.mark.parametrize("page", ["getting_started.md", "training.md", "decoding.md"])
+def test_yaml_examples_in_the_docs_are_valid_configurations(page, tmp_path):
+    import re
+
+    import yaml
+
+    text = (DOCS_TRAINING.parent / page).read_text(encoding="utf-8")
+    blocks = re.findall(r"```yaml\n(.*?)```", text, flags=re.DOTALL)
+    assert blocks, f"docs/{page} has no YAML example"
+    for block in blocks:
+        values = yaml.safe_load(block)
+        for value in values.get("data", {}).values():  # the data files the example names
+            for name in value if isinstance(value, list) else [value]:
+                if not isinstance(name, str):
+                    continue
+                (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+                (tmp_path / name).write_text("x\n", encoding="utf-8")
+        check_config(values, str(tmp_path), source=f"docs/{page}")
