@@ -645,6 +645,16 @@ _RENAMED_KEYS = {
     "train_steps": "train.max_step",
     "bucket_width": "length_bucket_width",
     "external_evaluators": "eval.scorers",
+    "scale": "params.learning_rate",
+}
+
+# OpenNMT-tf options that kerasnmt does not have.
+_OPENNMT_TF_ONLY = {
+    "average_loss_in_time", "decay_step_duration", "start_decay_steps", "minimum_learning_rate",
+    "regularization", "freeze_layers", "contrastive_learning", "decoding_noise",
+    "example_weights", "export_vocabulary_assets", "source_embedding", "target_embedding",
+    "sequence_controls", "single_pass", "moving_average_decay", "save_eval_predictions",
+    "early_stopping", "export_format", "prefetch_buffer_size", "num_threads",
 }
 
 
@@ -786,6 +796,8 @@ def _get(config, key_path):
 def _unknown_key_message(key, path, section):
     if key in _RENAMED_KEYS:
         return f"{path}: unknown key (kerasnmt calls it {_RENAMED_KEYS[key]})"
+    if key in _OPENNMT_TF_ONLY:
+        return f"{path}: an OpenNMT-tf option that kerasnmt does not have"
     elsewhere = [
         option_path for option_path, _ in _walk(_SCHEMA) if option_path.split(".")[-1] == key
     ]

@@ -125,9 +125,14 @@ def test_unknown_keys_get_suggestions(tmp_path):
           dropout: 0.3
           warmup_steps: 10
           zzz_unrelated: 1
+          average_loss_in_time: true
+          decay_params:
+            scale: 2.0
         """,
     )
     assert errors_of(path) == [
+        "params.average_loss_in_time: an OpenNMT-tf option that kerasnmt does not have",
+        "params.decay_params.scale: unknown key (kerasnmt calls it params.learning_rate)",
         "params.dropout: unknown key here (did you mean model.dropout?)",
         "params.warmup_steps: unknown key here (did you mean params.decay_params.warmup_steps?)",
         "params.zzz_unrelated: unknown key",
