@@ -1,5 +1,6 @@
 """Public Keras layers of kerasnmt."""
 
+from kerasnmt.layers.beam_sampler import BeamSampler
 from kerasnmt.layers.relative_multi_head_attention import RelativeMultiHeadAttention
 from kerasnmt.layers.sinusoidal_position_encoding import SinusoidalPositionEncoding
 from kerasnmt.layers.transformer_decoder import TransformerDecoder
@@ -13,6 +14,7 @@ from kerasnmt.layers.vocab_lookup import VocabLookup
 from kerasnmt.layers.whitespace_tokenizer import WhitespaceTokenizer
 
 __all__ = [
+    "BeamSampler",
     "RelativeMultiHeadAttention",
     "SinusoidalPositionEncoding",
     "TransformerDecoder",

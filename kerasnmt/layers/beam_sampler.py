@@ -1,0 +1,459 @@
+"""Beam search, greedy search and sampling over any step function, as a Keras layer."""
+
+import keras
+import tensorflow as tf
+
+from kerasnmt.layers.gather_tree import gather_tree
+
+# OpenNMT-tf adds this to the </s> logit while `step < min_length`.
+END_PENALTY_BEFORE_MIN_LENGTH = -1e7
+_INT32_RANGE = (-(2**31), 2**31)
+
+
+@keras.saving.register_keras_serializable(package="kerasnmt")
+class BeamSampler(keras.layers.Layer):
+    """Decodes token sequences from a step function by beam search, greedy search or sampling.
+
+    The search is OpenNMT-tf 2.x's `BeamSearch` (or `GreedySearch` when `beam_size=1`) and
+    `BestSampler`/`RandomSampler`, step by step: each example keeps `beam_size` hypotheses,
+    the first starting with cumulative log-probability 0 and the others with `-inf`; at each
+    step the model's logits go through `log_softmax` (float32), finished hypotheses are forced
+    to emit `</s>` with probability 1 (so they keep their log-probability), and the
+    `beam_size * V` candidates of each example are ranked by
+
+        score = (cum_log_prob + log_prob) / ((5 + length) / 6) ** length_penalty
+                + coverage_penalty * sum_s log(min(accumulated_attention_s, 1))
+
+    where `length` counts the tokens so far including the new one (it stops growing once a
+    hypothesis has emitted `</s>`), accumulated attention that is still 0 counts as 1, and the
+    coverage term applies only to hypotheses that finished at an earlier step (Wu et al.,
+    2016). With `top_k=1` the best `beam_size` candidates are kept; otherwise `beam_size`
+    candidates are drawn (with replacement) from the softmax of the best `top_k` scores (all
+    of them when `top_k=0`) divided by `temperature`. Greedy decoding ranks and samples the
+    plain log-probabilities. The loop stops when every hypothesis has emitted `</s>` or after
+    `max_length` steps; `</s>` gets a -1e7 logit penalty during the first `min_length`
+    steps. The paths are rebuilt at the end from the table of parent beams
+    (`kerasnmt.layers.gather_tree.gather_tree`), so no step does work that grows with
+    `max_length`.
+
+    Two places differ from OpenNMT-tf's code, both bookkeeping fixes that leave the search
+    itself unchanged: a finished hypothesis that moves to another slot of the beam keeps its
+    own cumulative log-probability (OpenNMT-tf gives it the one of the hypothesis that held
+    that slot before, OpenNMT-tf issue #432), and paths are rebuilt from the last step
+    decoded for every example (OpenNMT-tf starts from the step where that example's last
+    hypothesis finished, which can pair ids with another slot's log-probability).
+
+    OpenNMT-tf's scores also have two known inconsistencies, kept by default: once finished,
+    a hypothesis is ranked with a length one larger than its own (`length + 1`), and its
+    coverage penalty starts one step after it emitted `</s>`, so at that step it competes
+    without it. `freeze_finished_scores=True` fixes both: a hypothesis is scored as complete
+    (its own length, coverage applied) from the step it emits `</s>` on, and its score then
+    never changes. As in OpenNMT-tf, finished hypotheses stay in the beam and compete with
+    unfinished ones for its slots.
+
+    The layer has no weights. It runs eagerly, inside `tf.function` and inside
+    `tf.function(jit_compile=True)`: all loop variables keep static shapes, so `step_fn`
+    must return a state with the same shapes as the one it receives (preallocated caches).
+    Per-example tensors that do not change during decoding (encoder outputs) are best
+    captured by `step_fn` from its closure, tiled with `tf.repeat(x, beam_size, axis=0)`,
+    rather than passed in the state, which is reordered at every step.
+
+    Args:
+        beam_size: hypotheses kept per example; 1 is greedy search (or plain sampling).
+        length_penalty: the exponent `alpha` of the length penalty; 0 disables it.
+        coverage_penalty: the weight `beta` of the coverage penalty; 0 disables it. It needs
+            `step_fn` to return attention and `attention_size` at call time.
+        top_k: 1 for deterministic search; `k > 1` samples among the `k` best candidates;
+            0 samples among all candidates.
+        temperature: the scores are divided by it before sampling (`top_k != 1`).
+        n_best: hypotheses returned per example, at most `beam_size`.
+        max_length: the maximum number of decoding steps (tokens, `</s>` included).
+        min_length: `</s>` is forbidden during the first `min_length` steps.
+        seed: when an int, sampling is reproducible (stateless random ops, each step's
+            seed folded in from it; also under XLA, whose random numbers differ from the
+            non-XLA ones). When `None`, each call draws a new seed.
+        freeze_finished_scores: score a hypothesis as complete from the step it emits
+            `</s>` (see above) instead of OpenNMT-tf's `length + 1` and one-step-late
+            coverage penalty.
+        **kwargs: passed to `keras.layers.Layer` (e.g. `name`).
+
+    Call arguments:
+        step_fn: a callable `step_fn(ids, step, state) -> (logits, attention, new_state)`
+            with `ids` int32 `[B * beam_size]` (the last token of each hypothesis; row
+            `b * beam_size + k` is hypothesis `k` of example `b`), `step` an int32 scalar
+            (0 for the first token after `start_ids`), `state` the current state;
+            returning float `logits` `[B * beam_size, V]`, float `attention`
+            `[B * beam_size, S]` or `None`, and `new_state`, with the structure and shapes
+            of `state` (ignored when `initial_state` is `None`).
+        start_ids: int32 `[B]`, the first input token of each example (usually `<s>`).
+        end_id: the `</s>` id, a Python int or an int32 scalar tensor.
+        initial_state: `None`, or a nested structure of tensors whose leading dimension is
+            `B`; it is tiled to `B * beam_size` rows and reordered by parent beam after each
+            step.
+        attention_size: `S`, the length of the attention vectors; required by the coverage
+            penalty.
+
+    Returns:
+        A dict of tensors, hypotheses best first:
+        `"ids"`: int32 `[B, n_best, max_length]`, the tokens after `start_ids`, `</s>`
+        excluded, padded with 0; `"lengths"`: int32 `[B, n_best]`; `"log_probs"`: float32
+        `[B, n_best]`, the cumulative log-probabilities (with `</s>`, without penalties);
+        `"scores"`: float32 `[B, n_best]`, the penalized scores of the last step, used for
+        ranking; and, when `step_fn` returns attention, `"alignment"`: float32
+        `[B, n_best, max_length, S]`, the attention of each token (zeros on padding).
+
+    Example:
+    >>> import numpy as np
+    >>> next_token_probs = np.array([     # rows: last token; columns: next token
+    ...     [0.1, 0.1, 0.2, 0.3, 0.3],     # 0
+    ...     [0.1, 0.1, 0.1, 0.3, 0.4],     # 1 (<s>)
+    ...     [0.1, 0.1, 0.6, 0.1, 0.1],     # 2 (</s>)
+    ...     [0.1, 0.1, 0.7, 0.05, 0.05],   # 3
+    ...     [0.1, 0.1, 0.1, 0.6, 0.1],     # 4
+    ... ], dtype="float32")
+    >>> def step_fn(ids, step, state):
+    ...     return tf.gather(np.log(next_token_probs), ids), None, state
+    >>> sampler = BeamSampler(beam_size=2, n_best=2, max_length=5)
+    >>> outputs = sampler(step_fn, start_ids=tf.constant([1]), end_id=2)
+    >>> outputs["ids"].numpy().tolist()
+    [[[3, 0, 0, 0, 0], [4, 3, 0, 0, 0]]]
+    >>> outputs["lengths"].numpy().tolist()
+    [[1, 2]]
+    >>> np.exp(outputs["log_probs"].numpy().astype(float)).round(3).tolist()
+    [[0.21, 0.168]]
+
+    Reference:
+        - [Wu et al., 2016](https://arxiv.org/abs/1609.08144): length and coverage
+          penalties.
+        - [OpenNMT-tf `opennmt/utils/decoding.py`](https://github.com/OpenNMT/OpenNMT-tf/blob/master/opennmt/utils/decoding.py)
+    """
+
+    def __init__(
+        self,
+        beam_size=4,
+        length_penalty=0.0,
+        coverage_penalty=0.0,
+        top_k=1,
+        temperature=1.0,
+        n_best=1,
+        max_length=250,
+        min_length=0,
+        seed=None,
+        freeze_finished_scores=False,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        _check_int("beam_size", beam_size, minimum=1)
+        _check_int("n_best", n_best, minimum=1)
+        if n_best > beam_size:
+            raise ValueError(
+                f"BeamSampler: n_best ({n_best}) must be at most beam_size ({beam_size})"
+            )
+        _check_int("top_k", top_k, minimum=0)
+        _check_int("max_length", max_length, minimum=1)
+        _check_int("min_length", min_length, minimum=0)
+        if min_length > max_length:
+            raise ValueError(
+                f"BeamSampler: min_length ({min_length}) must be at most max_length "
+                f"({max_length})"
+            )
+        if not temperature > 0:
+            raise ValueError(f"BeamSampler: temperature must be > 0, got {temperature!r}")
+        if seed is not None:
+            _check_int("seed", seed, minimum=_INT32_RANGE[0])
+            if seed >= _INT32_RANGE[1]:
+                raise ValueError(f"BeamSampler: seed must fit in int32, got {seed}")
+        self.beam_size = beam_size
+        self.length_penalty = float(length_penalty)
+        self.coverage_penalty = float(coverage_penalty)
+        self.top_k = top_k
+        self.temperature = float(temperature)
+        self.n_best = n_best
+        self.max_length = max_length
+        self.min_length = min_length
+        self.seed = seed
+        self.freeze_finished_scores = bool(freeze_finished_scores)
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
+        self.built = True
+
+    def call(self, step_fn, start_ids, end_id, initial_state=None, attention_size=None):
+        start_ids = tf.convert_to_tensor(start_ids)
+        if start_ids.shape.rank != 1 or not start_ids.dtype.is_integer:
+            raise ValueError(
+                f"BeamSampler: start_ids must be a 1-D integer tensor [B], got "
+                f"{start_ids.dtype.name} {start_ids.shape}"
+            )
+        end_id = tf.convert_to_tensor(end_id, tf.int32)
+        if end_id.shape.rank != 0:
+            raise ValueError(f"BeamSampler: end_id must be a scalar, got shape {end_id.shape}")
+        if self.coverage_penalty != 0 and attention_size is None:
+            raise ValueError(
+                "BeamSampler: coverage_penalty needs attention_size (the length S of the "
+                "attention vectors step_fn returns)"
+            )
+        start_ids = tf.cast(start_ids, tf.int32)
+        batch_size = tf.shape(start_ids)[0]
+        num_rows = batch_size * self.beam_size
+        static_rows = None if start_ids.shape[0] is None else start_ids.shape[0] * self.beam_size
+        initial_log_probs = tf.tile(
+            [0.0] + [float("-inf")] * (self.beam_size - 1), [batch_size]
+        )
+        loop = {
+            "step": tf.constant(0, tf.int32),
+            "ids": tf.repeat(start_ids, self.beam_size),
+            "finished": tf.zeros([num_rows], tf.bool),
+            "log_probs": initial_log_probs,
+            "scores": initial_log_probs,
+            "lengths": tf.zeros([num_rows], tf.int32),
+            "step_ids": tf.TensorArray(
+                tf.int32, size=self.max_length, element_shape=[static_rows]
+            ),
+            "parent_ids": tf.TensorArray(
+                tf.int32, size=self.max_length, element_shape=[static_rows]
+            ),
+            "attention": tf.TensorArray(tf.float32, size=self.max_length),
+        }
+        if initial_state is not None:
+            loop["state"] = tf.nest.map_structure(
+                lambda tensor: self._tile(tensor, start_ids.shape[0]), initial_state
+            )
+        if self.coverage_penalty != 0:
+            loop["accumulated_attention"] = tf.zeros([num_rows, attention_size])
+        seed = self._base_seed() if self.top_k != 1 else None
+        attention_shape = [static_rows, None if attention_size is None else _static(attention_size)]
+        returns_attention = []  # filled when the first step runs (eager) or is traced
+
+        def body(loop):
+            logits, attention, new_state = step_fn(loop["ids"], loop["step"], loop.get("state"))
+            logits = tf.cast(logits, tf.float32)
+            if logits.shape.rank != 2:
+                raise ValueError(
+                    f"BeamSampler: step_fn must return logits of shape [B * beam_size, V], "
+                    f"got {logits.shape}"
+                )
+            logits = tf.ensure_shape(logits, [static_rows, None])
+            returns_attention[:] = [attention is not None]
+            if attention is not None:
+                attention = tf.ensure_shape(tf.cast(attention, tf.float32), attention_shape)
+            elif self.coverage_penalty != 0:
+                raise ValueError(
+                    "BeamSampler: coverage_penalty needs step_fn to return attention"
+                )
+            if "state" in loop:
+                try:
+                    tf.nest.assert_same_structure(loop["state"], new_state)
+                except (TypeError, ValueError) as error:
+                    raise ValueError(
+                        f"BeamSampler: step_fn must return a state with the structure of "
+                        f"initial_state: {error}"
+                    ) from None
+                new_state = tf.nest.map_structure(
+                    lambda new, old: tf.ensure_shape(new, old.shape), new_state, loop["state"]
+                )
+            return (self._step(loop, logits, attention, new_state, end_id, seed),)
+
+        def cond(loop):
+            return tf.reduce_any(tf.logical_not(loop["finished"]))
+
+        (loop,) = tf.while_loop(
+            cond, body, (loop,), maximum_iterations=self.max_length, parallel_iterations=1
+        )
+        return self._finalize(loop, end_id, batch_size, returns_attention == [True])
+
+    def _tile(self, tensor, batch_size):
+        tensor = tf.convert_to_tensor(tensor)
+        if tensor.shape.rank == 0 or (
+            batch_size is not None and tensor.shape[0] not in (None, batch_size)
+        ):
+            raise ValueError(
+                f"BeamSampler: every initial_state tensor must have the leading dimension "
+                f"B = len(start_ids) = {batch_size}, got shape {tensor.shape}"
+            )
+        return tf.repeat(tensor, self.beam_size, axis=0)
+
+    def _base_seed(self):
+        if self.seed is None:
+            return tf.random.uniform([2], maxval=_INT32_RANGE[1] - 1, dtype=tf.int32)
+        return tf.constant([self.seed, 0], tf.int32)
+
+    def _step(self, loop, logits, attention, new_state, end_id, seed):
+        """One step of OpenNMT-tf's `dynamic_decode` loop with `BeamSearch.step`."""
+        beam_size = self.beam_size
+        step, finished = loop["step"], loop["finished"]
+        vocab_size = logits.shape[-1] if logits.shape[-1] is not None else tf.shape(logits)[-1]
+        if isinstance(vocab_size, int) and self.top_k > beam_size * vocab_size:
+            raise ValueError(
+                f"BeamSampler: top_k ({self.top_k}) is larger than beam_size * vocabulary "
+                f"size ({beam_size} * {vocab_size})"
+            )
+
+        # Penalize or force </s>, then normalize in float32.
+        end_logits = tf.one_hot(
+            end_id, vocab_size, on_value=logits.dtype.max, off_value=logits.dtype.min
+        )
+
+        def force_end_for_finished():
+            return tf.where(finished[:, tf.newaxis], end_logits[tf.newaxis], logits)
+
+        if self.min_length > 0:
+            logits = tf.cond(
+                step < self.min_length,
+                lambda: logits + tf.one_hot(end_id, vocab_size,
+                                            on_value=END_PENALTY_BEFORE_MIN_LENGTH),
+                force_end_for_finished,
+            )
+        else:
+            logits = force_end_for_finished()
+        log_probs = tf.nn.log_softmax(logits)
+
+        accumulated_attention = None
+        if self.coverage_penalty != 0:
+            not_finished = tf.cast(tf.logical_not(finished), attention.dtype)
+            accumulated_attention = (
+                loop["accumulated_attention"] + attention * not_finished[:, tf.newaxis]
+            )
+        total_log_probs = log_probs + loop["log_probs"][:, tf.newaxis]
+        scores = self._scores(total_log_probs, loop["lengths"], finished,
+                              accumulated_attention, end_id, vocab_size)
+
+        # Choose beam_size candidates among the beam_size * V of each example.
+        flat_shape = [-1, beam_size * vocab_size]
+        flat_scores = tf.reshape(scores, flat_shape)
+        ranked = tf.reshape(log_probs, flat_shape) if beam_size == 1 else flat_scores
+        candidate_ids = self._choose(ranked, step, seed)
+        next_log_probs = tf.reshape(
+            tf.gather(tf.reshape(total_log_probs, flat_shape), candidate_ids, batch_dims=1), [-1]
+        )
+        next_scores = tf.reshape(tf.gather(flat_scores, candidate_ids, batch_dims=1), [-1])
+        candidate_ids = tf.reshape(candidate_ids, [-1])
+        word_ids = candidate_ids % vocab_size
+        beam_ids = candidate_ids // vocab_size
+
+        lengths = tf.where(finished, loop["lengths"], loop["lengths"] + 1)
+        if beam_size == 1:  # greedy: nothing moves
+            parents = lambda tensor: tensor  # noqa: E731
+        else:
+            rows = (tf.range(tf.shape(word_ids)[0]) // beam_size) * beam_size + beam_ids
+            parents = lambda tensor: tf.gather(tensor, rows)  # noqa: E731
+        parent_finished = parents(finished)
+        next_loop = {
+            "step": step + 1,
+            "ids": word_ids,
+            "finished": tf.logical_or(parent_finished, tf.equal(word_ids, end_id)),
+            # The chosen candidate's total: for a finished parent its forced </s> adds
+            # exactly 0. (OpenNMT-tf keeps the previous value of the slot instead, which is
+            # another hypothesis's when the beam reorders: OpenNMT-tf issue #432.)
+            "log_probs": next_log_probs,
+            "scores": next_scores,
+            "lengths": parents(lengths),
+            "step_ids": loop["step_ids"].write(step, word_ids),
+            "parent_ids": loop["parent_ids"].write(step, beam_ids),
+            "attention": loop["attention"],
+        }
+        if attention is not None:
+            # Row r's attention produced the token of the slots whose parent is r.
+            next_loop["attention"] = loop["attention"].write(step, parents(attention))
+        if accumulated_attention is not None:
+            next_loop["accumulated_attention"] = parents(accumulated_attention)
+        if "state" in loop:
+            next_loop["state"] = tf.nest.map_structure(parents, new_state)
+        for key, value in next_loop.items():
+            if isinstance(value, tf.Tensor):
+                next_loop[key] = tf.ensure_shape(value, loop[key].shape)
+        return next_loop
+
+    def _scores(self, total_log_probs, lengths, finished, accumulated_attention, end_id,
+                vocab_size):
+        """`BeamSearch._get_scores`, or the frozen variant of `freeze_finished_scores`."""
+        scores = total_log_probs
+        if self.length_penalty != 0:
+            if self.freeze_finished_scores:
+                lengths = tf.where(finished, lengths, lengths + 1)
+            else:
+                lengths = lengths + 1
+            scores /= tf.pow(
+                (5.0 + tf.cast(lengths[:, tf.newaxis], scores.dtype)) / 6.0, self.length_penalty
+            )
+        if self.coverage_penalty != 0:
+            # Source positions never attended (0) count as 1, i.e. no penalty.
+            attention = tf.where(
+                tf.equal(accumulated_attention, 0.0), 1.0, accumulated_attention
+            )
+            coverage = tf.reduce_sum(tf.math.log(tf.minimum(attention, 1.0)), axis=1)
+            applies = tf.cast(finished, scores.dtype)[:, tf.newaxis]
+            if self.freeze_finished_scores:  # also to the </s> candidates of this step
+                applies = tf.maximum(applies, tf.one_hot(end_id, vocab_size)[tf.newaxis])
+            scores += self.coverage_penalty * coverage[:, tf.newaxis] * applies
+        return scores
+
+    def _choose(self, scores, step, seed):
+        """`BestSampler` (top_k=1) or `RandomSampler`: candidate ids `[B, beam_size]`."""
+        if self.top_k == 1:
+            return tf.math.top_k(scores, k=self.beam_size).indices
+        if self.top_k == 0:
+            candidates, candidate_ids = scores, None
+        else:
+            candidates, candidate_ids = tf.math.top_k(scores, k=self.top_k)
+        draws = tf.random.stateless_categorical(
+            candidates / self.temperature,
+            self.beam_size,
+            seed=tf.random.experimental.stateless_fold_in(seed, step),
+            dtype=tf.int32,
+        )
+        if candidate_ids is None:
+            return draws
+        return tf.gather(candidate_ids, draws, batch_dims=1)
+
+    def _finalize(self, loop, end_id, batch_size, returns_attention):
+        final_scores = tf.reshape(loop["scores"], [-1, self.beam_size])
+        if self.top_k == 1:  # the beam is already sorted by score
+            final_beams = tf.tile(tf.range(self.n_best)[tf.newaxis], [batch_size, 1])
+        else:
+            final_beams = tf.math.top_k(final_scores, k=self.n_best).indices
+        ids, lengths, alignment = gather_tree(
+            loop["step_ids"].stack(),
+            loop["parent_ids"].stack(),
+            self.beam_size,
+            loop["step"],
+            end_id,
+            final_beams=final_beams,
+            step_values=loop["attention"].stack() if returns_attention else None,
+        )
+        log_probs = tf.reshape(loop["log_probs"], [-1, self.beam_size])
+        outputs = {
+            "ids": ids,
+            "lengths": lengths,
+            "log_probs": tf.gather(log_probs, final_beams, batch_dims=1),
+            "scores": tf.gather(final_scores, final_beams, batch_dims=1),
+        }
+        if alignment is not None:
+            outputs["alignment"] = alignment
+        return outputs
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            beam_size=self.beam_size,
+            length_penalty=self.length_penalty,
+            coverage_penalty=self.coverage_penalty,
+            top_k=self.top_k,
+            temperature=self.temperature,
+            n_best=self.n_best,
+            max_length=self.max_length,
+            min_length=self.min_length,
+            seed=self.seed,
+            freeze_finished_scores=self.freeze_finished_scores,
+        )
+        return config
+
+
+def _check_int(name, value, minimum):
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"BeamSampler: {name} must be an int >= {minimum}, got {value!r}")
+
+
+def _static(value):
+    """A Python int for a static size, else None (the shape stays partly unknown)."""
+    value = tf.get_static_value(value)
+    return None if value is None else int(value)

@@ -1,0 +1,623 @@
+"""BeamSampler and gather_tree against answers known independently: brute-force enumeration,
+formulas evaluated by hand on 2-step examples, plain Python greedy loops.
+
+`run_layer_test` does not fit this layer: its first call argument is a Python callable
+(`step_fn`), which `keras.Model` inputs and `.keras` configs cannot carry. The same checks are
+made here directly: config round trip, eager, `tf.function`, XLA, and a `keras.Model` holding
+the sampler saved and reloaded.
+"""
+
+import doctest
+import itertools
+import math
+import os
+import tempfile
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from kerasnmt.layers import BeamSampler
+from kerasnmt.layers import beam_sampler
+from kerasnmt.layers import gather_tree as gather_tree_module
+from kerasnmt.layers.gather_tree import gather_tree
+
+END = 2
+
+
+def markov_step_fn(logits_table, attention_table=None):
+    """A model whose next-token logits (and attention) depend only on the last token."""
+    logits_table = tf.constant(logits_table, tf.float32)
+    if attention_table is not None:
+        attention_table = tf.constant(attention_table, tf.float32)
+
+    def step_fn(ids, step, state):
+        attention = None if attention_table is None else tf.gather(attention_table, ids)
+        return tf.gather(logits_table, ids), attention, state
+
+    return step_fn
+
+
+def log_softmax(logits):
+    logits = np.asarray(logits, np.float64)
+    shifted = logits - logits.max()
+    return shifted - np.log(np.exp(shifted).sum())
+
+
+def length_penalty(length, alpha):
+    return ((5.0 + length) / 6.0) ** alpha
+
+
+def coverage(accumulated_attention):
+    """sum(log(min(a, 1))) with never-attended positions (a == 0) counting as 1."""
+    return sum(math.log(min(a, 1.0)) for a in accumulated_attention if a != 0)
+
+
+def brute_force(table, start_id, max_length, alpha=0.0, beta=0.0, attention_table=None,
+                freeze_finished_scores=False, min_length=0):
+    """Every hypothesis of a Markov model, with the score a beam search ranks it by at its
+    last step. Returns [(score, tokens without </s>, log_prob)], best first."""
+    table = np.asarray(table, np.float64)
+    size = table.shape[0] if attention_table is None else np.shape(attention_table)[1]
+    hypotheses = []
+
+    def extend(prefix, last, log_prob, accumulated):
+        step = len(prefix)
+        logits = table[last].copy()
+        if step < min_length:
+            logits[END] += -1e7
+        log_probs = log_softmax(logits)
+        if attention_table is not None:
+            accumulated = accumulated + np.asarray(attention_table[last], np.float64)
+        for word in range(len(log_probs)):
+            total = log_prob + log_probs[word]
+            if word == END:
+                if step < min_length:
+                    continue
+                length = step + 1
+                # OpenNMT-tf ranks a hypothesis that finished before the last step with
+                # length + 1 and with its coverage penalty; one finishing at the last step
+                # with its length and no coverage penalty.
+                finished_earlier = length < max_length
+                if freeze_finished_scores:
+                    scored_length, with_coverage = length, True
+                else:
+                    scored_length = length + 1 if finished_earlier else length
+                    with_coverage = finished_earlier
+                score = total / length_penalty(scored_length, alpha)
+                if with_coverage and beta:
+                    score += beta * coverage(accumulated)
+                hypotheses.append((score, prefix, total))
+            elif step + 1 == max_length:
+                hypotheses.append((total / length_penalty(max_length, alpha), prefix + [word],
+                                   total))
+            else:
+                extend(prefix + [word], word, total, accumulated)
+
+    extend([], start_id, 0.0, np.zeros(size))
+    return sorted(hypotheses, key=lambda hypothesis: -hypothesis[0])
+
+
+def as_lists(outputs, example):
+    ids = outputs["ids"].numpy()[example]
+    lengths = outputs["lengths"].numpy()[example]
+    return [ids[n, :lengths[n]].tolist() for n in range(len(lengths))]
+
+
+def assert_outputs_equal(actual, expected, atol=1e-5):
+    assert sorted(actual) == sorted(expected)
+    for key in expected:
+        if expected[key].dtype.is_integer:
+            np.testing.assert_array_equal(actual[key].numpy(), expected[key].numpy(), key)
+        else:
+            np.testing.assert_allclose(actual[key].numpy(), expected[key].numpy(), atol=atol,
+                                       err_msg=key)
+
+
+# ----------------------------------------------------------------------------- config
+
+
+def test_config_round_trip():
+    kwargs = dict(beam_size=5, length_penalty=0.6, coverage_penalty=0.2, top_k=3,
+                  temperature=0.7, n_best=2, max_length=17, min_length=3, seed=11,
+                  freeze_finished_scores=True, name="sampler")
+    sampler = BeamSampler(**kwargs)
+    config = sampler.get_config()
+    for key, value in kwargs.items():
+        assert config[key] == value
+    revived = BeamSampler.from_config(config)
+    assert revived.get_config() == config
+    assert BeamSampler().get_config()["beam_size"] == 4
+    assert not sampler.weights
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(beam_size=2, n_best=3), "n_best"),
+    (dict(beam_size=0), "beam_size"),
+    (dict(top_k=-1), "top_k"),
+    (dict(temperature=0.0), "temperature"),
+    (dict(max_length=0), "max_length"),
+    (dict(max_length=3, min_length=4), "min_length"),
+    (dict(seed=2**40), "seed"),
+    (dict(beam_size=2.0), "beam_size"),
+])
+def test_bad_constructor_arguments_are_refused(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        BeamSampler(**kwargs)
+
+
+def test_bad_call_arguments_are_refused():
+    step_fn = markov_step_fn(np.zeros([4, 4]))
+    with pytest.raises(ValueError, match="attention_size"):
+        BeamSampler(coverage_penalty=0.2)(step_fn, tf.constant([1]), END)
+    with pytest.raises(ValueError, match="return attention"):
+        BeamSampler(coverage_penalty=0.2)(step_fn, tf.constant([1]), END, attention_size=3)
+    with pytest.raises(ValueError, match="top_k"):
+        BeamSampler(beam_size=2, top_k=9)(step_fn, tf.constant([1]), END)
+    with pytest.raises(ValueError, match="start_ids"):
+        BeamSampler()(step_fn, tf.constant([[1]]), END)
+    with pytest.raises(ValueError, match="leading dimension"):
+        BeamSampler()(step_fn, tf.constant([1, 1]), END, initial_state=tf.zeros([3, 2]))
+
+    def growing_state(ids, step, state):
+        return tf.zeros([tf.shape(ids)[0], 4]), None, tf.concat([state, state], axis=1)
+
+    with pytest.raises((ValueError, tf.errors.InvalidArgumentError)):
+        BeamSampler(beam_size=2)(growing_state, tf.constant([1]), END,
+                                 initial_state=tf.zeros([1, 2]))
+
+
+# ----------------------------------------------------------------------------- gather_tree
+
+
+def test_gather_tree_follows_a_hand_made_parent_table():
+    # Two examples, three beams, four steps. Example 0 (rows 0-2):
+    #   step 0: beam 0 <- 10, beam 1 <- 11, beam 2 <- 12  (all continue <s>)
+    #   step 1: beam 0 = beam 1 + 13, beam 1 = beam 1 + 2 (</s>), beam 2 = beam 0 + 14
+    #   step 2: beam 0 = beam 1 + 2 (finished, forced </s>), beam 1 = beam 2 + 15,
+    #           beam 2 = beam 0 + 16
+    #   step 3: never decoded (num_steps = 3): its rows must be ignored.
+    # Example 1 (rows 3-5) keeps every beam in place and finishes beam 2 at step 0.
+    step_ids = [[10, 11, 12, 20, 21, 2],
+                [13, 2, 14, 22, 23, 2],
+                [2, 15, 16, 24, 25, 2],
+                [99, 99, 99, 99, 99, 99]]
+    parent_ids = [[0, 0, 0, 0, 0, 0],
+                  [1, 1, 0, 0, 1, 2],
+                  [1, 2, 0, 0, 1, 2],
+                  [2, 2, 2, 2, 2, 2]]
+    attention = np.arange(4 * 6 * 2, dtype=np.float32).reshape(4, 6, 2)
+    final_beams = [[2, 0], [1, 2]]
+
+    def run(step_ids, parent_ids, final_beams, attention):
+        return gather_tree(step_ids, parent_ids, 3, 3, END, final_beams=final_beams,
+                           step_values=attention)
+
+    for function in (run, tf.function(run), tf.function(run, jit_compile=True)):
+        ids, lengths, values = function(tf.constant(step_ids), tf.constant(parent_ids),
+                                        tf.constant(final_beams), tf.constant(attention))
+        assert ids.shape == (2, 2, 4)
+        assert ids.numpy().tolist() == [
+            [[11, 13, 16, 0], [11, 0, 0, 0]],  # 16 <- beam 0's 13 <- beam 1's 11; 11 </s>
+            [[21, 23, 25, 0], [0, 0, 0, 0]],
+        ]
+        assert lengths.numpy().tolist() == [[3, 1], [3, 0]]
+        # Values follow the same rows: (step, row) of each kept token, zeros elsewhere.
+        expected_rows = [[[(0, 1), (1, 0), (2, 2)], [(0, 1)]], [[(0, 4), (1, 4), (2, 4)], []]]
+        expected = np.zeros([2, 2, 4, 2], np.float32)
+        for b, n in itertools.product(range(2), range(2)):
+            for t, (step, row) in enumerate(expected_rows[b][n]):
+                expected[b, n, t] = attention[step, row]
+        np.testing.assert_array_equal(values.numpy(), expected)
+
+    # Without final_beams every beam comes back in slot order.
+    ids, lengths, values = gather_tree(step_ids, parent_ids, 3, 3, END)
+    assert values is None
+    assert lengths.numpy().tolist() == [[1, 3, 3], [3, 3, 0]]
+    assert ids.numpy()[0, 1, :3].tolist() == [10, 14, 15]
+
+
+# ----------------------------------------------------------------------------- known answers
+
+
+@pytest.mark.parametrize("alpha, beta, freeze", [
+    (0.0, 0.0, False), (0.6, 0.0, False), (1.3, 0.0, True), (0.6, 0.4, False), (0.6, 0.4, True),
+])
+def test_exhaustive_beam_search_equals_brute_force(alpha, beta, freeze):
+    vocab_size, max_length = 5, 3
+    rng = np.random.default_rng(1)
+    # Rows 5 and 6 are start tokens that are never emitted: a start token that can be
+    # emitted makes equal-probability twins ([1, 0, 1] and [0, 1, 1] after 1).
+    table = rng.normal(scale=1.5, size=[vocab_size + 2, vocab_size]).astype(np.float32)
+    attention = rng.uniform(0.05, 0.6, size=[vocab_size + 2, 4]).astype(np.float32)
+    attention[:, 3] = 0.0  # a source position never attended: counts as 1, not log(0)
+    start_ids = [5, 6]
+    expected = [brute_force(table, start, max_length, alpha, beta, attention, freeze)
+                for start in start_ids]
+    count = len(expected[0])
+    assert count == 1 + 4 + 16 + 64  # </s> after 0, 1, 2 tokens, or 3 tokens unfinished
+    for hypotheses in expected:  # no near-ties, so the order is well defined
+        assert np.min(-np.diff([score for score, _, _ in hypotheses])) > 1e-4
+
+    sampler = BeamSampler(beam_size=vocab_size**max_length, n_best=count, max_length=max_length,
+                          length_penalty=alpha, coverage_penalty=beta,
+                          freeze_finished_scores=freeze)
+    outputs = sampler(markov_step_fn(table, attention), tf.constant(start_ids), END,
+                      attention_size=4)
+    for example, hypotheses in enumerate(expected):
+        assert as_lists(outputs, example) == [tokens for _, tokens, _ in hypotheses]
+        np.testing.assert_allclose(outputs["scores"].numpy()[example],
+                                   [score for score, _, _ in hypotheses], atol=1e-5)
+        np.testing.assert_allclose(outputs["log_probs"].numpy()[example],
+                                   [log_prob for _, _, log_prob in hypotheses], atol=1e-5)
+
+
+def test_exhaustive_beam_search_with_min_length_equals_brute_force():
+    vocab_size, max_length, min_length = 5, 3, 2
+    table = np.random.default_rng(2).normal(size=[vocab_size + 1, vocab_size]).astype(np.float32)
+    table[:, END] += 2.0  # </s> is likely, so min_length matters
+    expected = brute_force(table, vocab_size, max_length, alpha=0.6, min_length=min_length)
+    assert np.min(-np.diff([score for score, _, _ in expected])) > 1e-4
+    assert len(expected) == 16 + 64
+    sampler = BeamSampler(beam_size=vocab_size**max_length, n_best=len(expected),
+                          max_length=max_length, min_length=min_length, length_penalty=0.6)
+    outputs = sampler(markov_step_fn(table), tf.constant([vocab_size]), END)
+    assert as_lists(outputs, 0) == [tokens for _, tokens, _ in expected]
+    assert outputs["lengths"].numpy().min() >= min_length
+    np.testing.assert_allclose(outputs["log_probs"].numpy()[0], [lp for _, _, lp in expected],
+                               atol=1e-4)
+
+    greedy = BeamSampler(beam_size=1, max_length=6, min_length=4)(
+        markov_step_fn(table), tf.constant([1, 0]), END)
+    assert greedy["lengths"].numpy().min() >= 4
+
+
+def test_two_step_length_and_coverage_penalties_by_hand():
+    # Tokens: 0 = a, 1 = b, 2 = </s>, 3 = <s>. Two steps, two beams.
+    probs = np.array([
+        [0.20, 0.30, 0.45, 0.05],  # after a
+        [0.25, 0.25, 0.25, 0.25],  # after b
+        [0.25, 0.25, 0.25, 0.25],  # after </s> (a finished beam is forced to </s> anyway)
+        [0.50, 0.10, 0.35, 0.05],  # after <s>
+    ])
+    attention = np.array([
+        [0.1, 0.5, 0.0],  # while emitting the token after a
+        [0.3, 0.3, 0.0],
+        [0.2, 0.2, 0.6],  # after </s>: finished beams must not accumulate it
+        [0.7, 0.3, 0.0],  # while emitting the first token
+    ])
+    step_fn = markov_step_fn(np.log(probs), attention)
+    alpha, beta = 0.6, 0.5
+    lp = lambda length: ((5.0 + length) / 6.0) ** alpha  # noqa: E731
+    # Step 0 keeps a (0.5) and </s> (0.35): lp(1) = 1 and nobody had finished.
+    log_a, log_end = math.log(0.5), math.log(0.35)
+    coverage_end = math.log(0.7) + math.log(0.3)  # [0.7, 0.3, 0 -> 1]
+    coverage_a_end = math.log(0.8) + math.log(0.8)  # [0.7 + 0.1, 0.3 + 0.5, 0 -> 1]
+    # Step 1 ranks the finished "</s>" against a's four continuations.
+    for freeze in (False, True):
+        candidates = {  # tokens (without </s>): (log_prob, score)
+            (): (log_end, log_end / lp(1 if freeze else 2) + beta * coverage_end),
+            (0,): (log_a + math.log(0.45),
+                   (log_a + math.log(0.45)) / lp(2) + (beta * coverage_a_end if freeze else 0)),
+            (0, 1): (log_a + math.log(0.30), (log_a + math.log(0.30)) / lp(2)),
+            (0, 0): (log_a + math.log(0.20), (log_a + math.log(0.20)) / lp(2)),
+        }
+        best = sorted(candidates, key=lambda tokens: -candidates[tokens][1])[:2]
+        outputs = BeamSampler(beam_size=2, n_best=2, max_length=2, length_penalty=alpha,
+                              coverage_penalty=beta, freeze_finished_scores=freeze)(
+            step_fn, tf.constant([3]), END, attention_size=3)
+        assert as_lists(outputs, 0) == [list(tokens) for tokens in best]
+        np.testing.assert_allclose(outputs["log_probs"].numpy()[0],
+                                   [candidates[t][0] for t in best], atol=1e-6)
+        np.testing.assert_allclose(outputs["scores"].numpy()[0],
+                                   [candidates[t][1] for t in best], atol=1e-6)
+    # With these numbers the coverage penalty decides the order: without it "</s>" wins.
+    assert best == [(0,), (0, 1)]
+    plain = BeamSampler(beam_size=2, n_best=2, max_length=2, length_penalty=alpha)(
+        step_fn, tf.constant([3]), END)
+    assert as_lists(plain, 0) == [[], [0]]
+    # Alignment: the attention that produced each token, zeros on padding.
+    outputs = BeamSampler(beam_size=2, n_best=2, max_length=2)(
+        step_fn, tf.constant([3]), END, attention_size=3)
+    assert as_lists(outputs, 0) == [[], [0]]
+    np.testing.assert_allclose(outputs["alignment"].numpy()[0],
+                               [np.zeros([2, 3]), [attention[3], np.zeros(3)]], atol=1e-7)
+
+
+def test_finished_hypothesis_keeps_its_log_prob_when_it_changes_slot():
+    # Step 0 keeps a (0.4) in slot 0 and </s> (0.35) in slot 1. At step 1 every
+    # continuation of a is below 0.35, so the finished "</s>" moves to slot 0 (OpenNMT-tf
+    # would give it a's log-probability there, issue #432).
+    probs = np.array([
+        [0.30, 0.30, 0.10, 0.30],  # after a
+        [0.10, 0.10, 0.70, 0.10],  # after b
+        [0.25, 0.25, 0.25, 0.25],
+        [0.40, 0.25, 0.35, 0.00],  # after <s>
+    ])
+    step_fn = markov_step_fn(np.log(np.maximum(probs, 1e-9)))
+    for freeze in (False, True):
+        sampler = BeamSampler(beam_size=2, n_best=2, max_length=4, length_penalty=0.5,
+                              freeze_finished_scores=freeze)
+        for run in (sampler, tf.function(sampler, jit_compile=True)):
+            outputs = run(step_fn, tf.constant([3]), END)
+            hypotheses = as_lists(outputs, 0)
+            assert hypotheses[0] == []
+            np.testing.assert_allclose(outputs["log_probs"].numpy()[0, 0], math.log(0.35),
+                                       atol=1e-6)
+            # Its score is the one it had at the step it finished (frozen), or with the
+            # length + 1 that OpenNMT-tf uses from the next step on.
+            length = 1 if freeze else 2
+            np.testing.assert_allclose(outputs["scores"].numpy()[0, 0],
+                                       math.log(0.35) / ((5.0 + length) / 6.0) ** 0.5,
+                                       atol=1e-6)
+
+
+def test_log_probs_and_alignment_match_the_returned_ids():
+    """Beams reorder at every step: each returned hypothesis must carry its own numbers."""
+    rng = np.random.default_rng(3)
+    vocab_size, sources = 7, 5
+    table = rng.normal(scale=2.0, size=[vocab_size, vocab_size]).astype(np.float32)
+    attention = rng.dirichlet(np.ones(sources), size=vocab_size).astype(np.float32)
+    start_ids = [1, 3, 4, 0]
+    outputs = BeamSampler(beam_size=4, n_best=4, max_length=6, length_penalty=0.6,
+                          coverage_penalty=0.3)(
+        markov_step_fn(table, attention), tf.constant(start_ids), END, attention_size=sources)
+    finished_count = 0
+    for example, start in enumerate(start_ids):
+        for n, tokens in enumerate(as_lists(outputs, example)):
+            finished = len(tokens) < 6
+            finished_count += finished
+            inputs = [start] + tokens
+            emitted = tokens + ([END] if finished else [])
+            log_prob = sum(log_softmax(table[last])[word] for last, word in zip(inputs, emitted))
+            np.testing.assert_allclose(outputs["log_probs"].numpy()[example, n], log_prob,
+                                       atol=1e-4)
+            expected_alignment = np.zeros([6, sources])
+            expected_alignment[:len(tokens)] = attention[inputs[:len(tokens)]]
+            np.testing.assert_allclose(outputs["alignment"].numpy()[example, n],
+                                       expected_alignment, atol=1e-6)
+        scores = outputs["scores"].numpy()[example]
+        assert np.all(np.diff(scores) <= 0), "hypotheses must come best first"
+    assert finished_count > 4
+
+
+def test_greedy_equals_a_python_argmax_loop():
+    rng = np.random.default_rng(4)
+    vocab_size, max_length = 8, 6
+    table = rng.normal(scale=2.0, size=[vocab_size, vocab_size]).astype(np.float32)
+    start_ids = [0, 1, 3, 5, 7]
+    outputs = BeamSampler(beam_size=1, max_length=max_length, length_penalty=0.8)(
+        markov_step_fn(table), tf.constant(start_ids), END)
+    assert outputs["ids"].shape == (5, 1, max_length)
+    lengths_seen = set()
+    for example, start in enumerate(start_ids):
+        tokens, last, log_prob = [], start, 0.0
+        for _ in range(max_length):
+            log_probs = log_softmax(table[last])
+            last = int(np.argmax(log_probs))
+            log_prob += log_probs[last]
+            if last == END:
+                break
+            tokens.append(last)
+        lengths_seen.add(len(tokens))
+        assert as_lists(outputs, example) == [tokens]
+        np.testing.assert_allclose(outputs["log_probs"].numpy()[example, 0], log_prob,
+                                   atol=1e-5)
+    assert len(lengths_seen) > 1
+
+
+# ----------------------------------------------------------------------------- sampling
+
+
+def history_step_fn(table, records):
+    """A Markov model whose state is the token history, to see each step's hypotheses."""
+    table = tf.constant(table, tf.float32)
+
+    def step_fn(ids, step, state):
+        history = state["history"]
+        records.append((int(step), history.numpy()[:, 1:int(step)], ids.numpy()))
+        column = tf.one_hot(step, history.shape[1], dtype=tf.int32)[tf.newaxis]
+        history = history * (1 - column) + ids[:, tf.newaxis] * column
+        return tf.gather(table, ids), None, {"history": history}
+
+    return step_fn
+
+
+def truncate(tokens):
+    tokens = list(tokens)
+    return tuple(tokens[:tokens.index(END) + 1]) if END in tokens else tuple(tokens)
+
+
+def top_k_candidates(prefixes, start, table, k):
+    """The k best (penalty-free) candidates of one example's beam, as token tuples."""
+    candidates = []
+    for prefix in prefixes:
+        inputs = [start] + list(prefix)
+        log_prob = sum(log_softmax(table[last])[word] for last, word in zip(inputs, prefix))
+        if END in prefix:
+            candidates.append((log_prob, prefix))
+            continue
+        for word, word_log_prob in enumerate(log_softmax(table[inputs[-1]])):
+            candidates.append((log_prob + word_log_prob, truncate(prefix + (word,))))
+    candidates.sort(key=lambda candidate: -candidate[0])
+    return {tokens for _, tokens in candidates[:k]}
+
+
+@pytest.mark.parametrize("beam_size, top_k", [(3, 2), (1, 3)])
+def test_sampling_never_leaves_the_top_k(beam_size, top_k):
+    vocab_size, max_length, start_ids = 6, 5, [1, 4]
+    table = np.random.default_rng(5).normal(scale=0.7, size=[vocab_size, vocab_size])
+    outcomes = set()
+    for seed in range(4):
+        records = []
+        sampler = BeamSampler(beam_size=beam_size, n_best=beam_size, top_k=top_k,
+                              max_length=max_length, seed=seed)
+        history = tf.zeros([len(start_ids), max_length + 1], tf.int32)
+        outputs = sampler(history_step_fn(table, records), tf.constant(start_ids), END,
+                          initial_state={"history": history})
+        # The hypotheses each step received, as emitted-token tuples (truncated at </s>).
+        beams = []
+        for step, earlier, last in records:
+            rows = [() if step == 0 else truncate(list(earlier[r]) + [last[r]])
+                    for r in range(len(last))]
+            beams.append(rows)
+        final = []
+        for example in range(len(start_ids)):
+            for tokens, length in zip(as_lists(outputs, example),
+                                      outputs["lengths"].numpy()[example]):
+                final.append(tuple(tokens) + ((END,) if length < max_length else ()))
+        beams.append(final)
+        for step in range(len(records)):
+            for example, start in enumerate(start_ids):
+                rows = slice(example * beam_size, (example + 1) * beam_size)
+                live = beams[step][rows] if step else beams[step][rows][:1]
+                allowed = top_k_candidates(live, start, table, top_k)
+                chosen = beams[step + 1][rows]
+                assert set(chosen) <= allowed, (step, example, chosen, allowed)
+        outcomes.add(tuple(final))
+    assert len(outcomes) > 1, "different seeds should sample differently here"
+
+
+def test_seeded_sampling_is_reproducible_eager_graph_and_xla():
+    table = np.random.default_rng(6).normal(scale=0.5, size=[6, 6])
+    step_fn = markov_step_fn(table)
+    sampler = BeamSampler(beam_size=3, n_best=3, top_k=0, max_length=6, seed=123)
+    start_ids = tf.constant([1, 3, 4])
+    eager = sampler(step_fn, start_ids, END)
+    assert_outputs_equal(sampler(step_fn, start_ids, END), eager)
+    graph = tf.function(lambda ids: sampler(step_fn, ids, END))
+    assert_outputs_equal(graph(start_ids), eager)
+    # XLA draws other random numbers than the CPU kernels, reproducibly.
+    xla = tf.function(lambda ids: sampler(step_fn, ids, END), jit_compile=True)
+    first = xla(start_ids)
+    assert_outputs_equal(xla(start_ids), first)
+    assert_outputs_equal(BeamSampler.from_config(sampler.get_config())(step_fn, start_ids, END),
+                         eager)
+    other = BeamSampler(beam_size=3, n_best=3, top_k=0, max_length=6, seed=124)(
+        step_fn, start_ids, END)
+    assert not np.array_equal(other["ids"].numpy(), eager["ids"].numpy())
+    # Without a seed each call draws anew.
+    unseeded = BeamSampler(beam_size=1, top_k=0, max_length=6)
+    draws = {tuple(unseeded(step_fn, start_ids, END)["ids"].numpy().ravel()) for _ in range(5)}
+    assert len(draws) > 1
+
+
+def test_temperature_near_zero_matches_deterministic_search():
+    table = np.random.default_rng(7).normal(scale=2.0, size=[8, 8])
+    step_fn = markov_step_fn(table)
+    start_ids = tf.constant([0, 1, 3, 6])
+    greedy = BeamSampler(beam_size=1, max_length=7, length_penalty=0.6)(step_fn, start_ids, END)
+    for top_k in (0, 3):
+        cold = BeamSampler(beam_size=1, top_k=top_k, temperature=1e-6, max_length=7, seed=1,
+                           length_penalty=0.6)(step_fn, start_ids, END)
+        assert_outputs_equal(cold, greedy)
+    # Sampling beam_size times with replacement at temperature -> 0 draws the best
+    # candidate every time, so (as in OpenNMT-tf) every hypothesis is the greedy one.
+    cold_beam = BeamSampler(beam_size=3, n_best=3, top_k=4, temperature=1e-6, max_length=7,
+                            seed=2)(step_fn, start_ids, END)
+    for n in range(3):
+        np.testing.assert_array_equal(cold_beam["ids"].numpy()[:, n], greedy["ids"].numpy()[:, 0])
+        np.testing.assert_allclose(cold_beam["log_probs"].numpy()[:, n],
+                                   greedy["log_probs"].numpy()[:, 0], atol=1e-5)
+
+
+# ----------------------------------------------------------------------------- execution modes
+
+
+def decoder_with_state(table, attention_table):
+    """A Markov model with a state (a decaying bias and a step counter per row)."""
+    table = tf.constant(table, tf.float32)
+    attention_table = tf.constant(attention_table, tf.float32)
+
+    def step_fn(ids, step, state):
+        logits = tf.gather(table, ids) + state["bias"]
+        new_state = {"bias": state["bias"] * 0.5,
+                     "counts": state["counts"] + tf.one_hot(ids, table.shape[0])}
+        return logits, tf.gather(attention_table, ids), new_state
+
+    return step_fn
+
+
+def test_eager_graph_and_xla_agree_on_a_peaked_model():
+    rng = np.random.default_rng(8)
+    vocab_size, sources, batch = 9, 6, 3
+    table = rng.normal(scale=5.0, size=[vocab_size, vocab_size])
+    attention = rng.dirichlet(np.ones(sources), size=vocab_size)
+    step_fn = decoder_with_state(table, attention)
+    state = {"bias": tf.constant(rng.normal(size=[batch, vocab_size]), tf.float32),
+             "counts": tf.zeros([batch, vocab_size])}
+    sampler = BeamSampler(beam_size=4, n_best=3, length_penalty=0.6, coverage_penalty=0.3,
+                          max_length=8, min_length=1)
+    start_ids = tf.constant([1, 4, 7])
+
+    def decode(start_ids, state, end_id):
+        return sampler(step_fn, start_ids, end_id, initial_state=state,
+                       attention_size=sources)
+
+    eager = decode(start_ids, state, END)
+    assert eager["ids"].shape == (3, 3, 8) and eager["alignment"].shape == (3, 3, 8, sources)
+    assert eager["ids"].dtype == tf.int32 and eager["log_probs"].dtype == tf.float32
+    graph = tf.function(decode)(start_ids, state, tf.constant(END))
+    assert_outputs_equal(graph, eager)
+    xla = tf.function(decode, jit_compile=True)(start_ids, state, tf.constant(END))
+    assert_outputs_equal(xla, eager)
+    # A serving signature with an unknown batch size.
+    dynamic = tf.function(decode, input_signature=[
+        tf.TensorSpec([None], tf.int32),
+        {"bias": tf.TensorSpec([None, vocab_size]), "counts": tf.TensorSpec([None, vocab_size])},
+        tf.TensorSpec([], tf.int32),
+    ])
+    assert_outputs_equal(dynamic(start_ids, state, tf.constant(END)), eager)
+
+
+@keras.saving.register_keras_serializable(package="kerasnmt_tests")
+class BigramDecoder(keras.Model):
+    """A keras.Model holding a bigram table and a BeamSampler, as a Translator would."""
+
+    def __init__(self, vocab_size, sampler, **kwargs):
+        super().__init__(**kwargs)
+        self.vocab_size = vocab_size
+        self.sampler = sampler
+
+    def build(self, input_shape):
+        self.table = self.add_weight(shape=[self.vocab_size, self.vocab_size],
+                                     initializer=keras.initializers.RandomNormal(stddev=2.0,
+                                                                                 seed=3))
+        self.built = True
+
+    def call(self, start_ids):
+        def step_fn(ids, step, state):
+            return tf.gather(self.table, ids), None, state
+
+        return self.sampler(step_fn, start_ids, END)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(vocab_size=self.vocab_size,
+                      sampler=keras.saving.serialize_keras_object(self.sampler))
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config["sampler"] = keras.saving.deserialize_keras_object(config["sampler"])
+        return cls(**config)
+
+
+def test_inside_a_keras_model_saved_and_reloaded():
+    sampler = BeamSampler(beam_size=3, n_best=2, length_penalty=0.4, max_length=6)
+    model = BigramDecoder(7, sampler)
+    start_ids = tf.constant([1, 5], tf.int32)
+    outputs = model(start_ids)
+    with tempfile.TemporaryDirectory() as directory:
+        path = os.path.join(directory, "model.keras")
+        model.save(path)
+        reloaded = keras.models.load_model(path)
+    assert isinstance(reloaded.sampler, BeamSampler)
+    assert reloaded.sampler.get_config() == sampler.get_config()
+    assert_outputs_equal(reloaded(start_ids), outputs)
+
+
+def test_docstring_examples():
+    assert doctest.testmod(beam_sampler, raise_on_error=False).failed == 0
+    assert doctest.testmod(gather_tree_module, raise_on_error=False).failed == 0
