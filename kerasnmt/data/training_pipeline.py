@@ -28,6 +28,8 @@ from kerasnmt.data.batching import (
     target_length,
 )
 from kerasnmt.data.empty_check import fail_if_empty
+from kerasnmt.data.parallel_examples import numbered_lines_preprocessor
+from kerasnmt.data.shards import parse_example_fn, shard_records
 from kerasnmt.data.shuffling import shuffled_parallel_lines
 
 AUTOTUNE = tf.data.AUTOTUNE
@@ -165,3 +167,219 @@ def make_training_batches(
         num_replicas,
         what="the dataset",
     )
+
+
+def _as_list(value):
+    if value is None:
+        return None
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    return [value]
+
+
+def _text_corpus_examples(
+    source_file, target_file, alignment_file, preprocessor, sample_buffer_size, seed,
+    num_shards, shard_index, num_parallel_calls,
+):
+    paths = [source_file, target_file] + ([alignment_file] if alignment_file else [])
+    lines, num_lines = shuffled_parallel_lines(
+        paths, sample_buffer_size, seed=seed, num_shards=num_shards, shard_index=shard_index
+    )
+    preprocess = numbered_lines_preprocessor(preprocessor, alignment_file)
+    examples = lines.map(preprocess, num_parallel_calls=num_parallel_calls)
+    return examples, num_lines, f"{source_file} and {target_file}"
+
+
+def _shards_corpus_examples(
+    shards, sample_buffer_size, seed, num_shards, shard_index, num_parallel_calls
+):
+    if sample_buffer_size is None:
+        sample_buffer_size = 0
+    records, num_examples, index = shard_records(
+        shards,
+        shuffle_files=sample_buffer_size != 0,
+        seed=seed,
+        num_shards=num_shards,
+        shard_index=shard_index,
+    )
+    if sample_buffer_size != 0 and num_examples > 0:
+        buffer_size = num_examples if sample_buffer_size < 0 else min(sample_buffer_size, num_examples)
+        records = records.shuffle(buffer_size, seed=seed)
+    examples = records.map(parse_example_fn(index["schema"]), num_parallel_calls=num_parallel_calls)
+    return examples, index["num_examples"], f"the shards of {index['directory']}"
+
+
+def sampling_probabilities(weights, sizes):
+    """OpenNMT-tf's corpus sampling probabilities: proportional to `weight * size`.
+
+    A weight scales a corpus's natural share, so that equal weights sample every example
+    equally often whatever the corpus sizes; `None` weights are all equal.
+
+    Example:
+    >>> sampling_probabilities([1, 1], [300, 100])
+    [0.75, 0.25]
+    >>> sampling_probabilities([1, 3], [300, 100])
+    [0.5, 0.5]
+    """
+    if weights is None:
+        weights = [1.0] * len(sizes)
+    if len(weights) != len(sizes):
+        raise ValueError(f"got {len(sizes)} training corpora but {len(weights)} weights")
+    if any(weight < 0 for weight in weights):
+        raise ValueError(f"train_files_weights must not be negative, got {weights}")
+    shares = [weight * size for weight, size in zip(weights, sizes)]
+    total = sum(shares)
+    if total <= 0:
+        raise ValueError(f"no corpus can be sampled: weights {weights} for sizes {sizes}")
+    return [share / total for share in shares]
+
+
+def training_dataset(
+    source_file=None,
+    target_file=None,
+    preprocessor=None,
+    alignment_file=None,
+    *,
+    shards=None,
+    batch_size,
+    batch_type="examples",
+    batch_size_multiple=1,
+    length_bucket_width=1,
+    maximum_features_length=None,
+    maximum_labels_length=None,
+    sample_buffer_size=500000,
+    seed=None,
+    num_replicas=1,
+    repeat=True,
+    prefetch_buffer_size=AUTOTUNE,
+    pad_to_bucket_boundary=False,
+    train_files_weights=None,
+    num_shards=1,
+    shard_index=0,
+    num_parallel_calls=AUTOTUNE,
+):
+    """The training `tf.data` pipeline of OpenNMT-tf, from text files or shards.
+
+    Args:
+        source_file: the source text file (`.gz` read compressed), or a list of files
+            for several corpora sampled by `train_files_weights`.
+        target_file: the target file(s), line-aligned with `source_file`.
+        preprocessor: the model's `TranslationPreprocessor` (without maximum lengths);
+            not needed with `shards`, which hold preprocessed examples.
+        alignment_file: optional Pharaoh alignment file(s) (`labels["alignment"]`).
+        shards: instead of text files, a shard index written by `write_shards` (or
+            `kerasnmt prepare`), or a list of them for several corpora.
+        batch_size: examples or tokens (`batch_type`) per batch, per replica.
+        batch_type: `"examples"` or `"tokens"`.
+        batch_size_multiple: with `"tokens"`, batch sizes are multiples of this value.
+        length_bucket_width: bucket width for length bucketing (`None`: no bucketing,
+            only with `"examples"`).
+        maximum_features_length: drop examples with a longer source (tokens).
+        maximum_labels_length: drop examples with a longer target (tokens, without
+            `<s>`/`</s>`).
+        sample_buffer_size: `-1` shuffles the whole corpus, `0`/`None` not at all, `n`
+            reads blocks of `n` lines in random order then shuffles with a buffer of `n`
+            (OpenNMT-tf's `random_shard`, at one read per epoch). With shards, `n != 0`
+            interleaves the shard files in a random order and shuffles with a buffer of
+            `n` (`-1`: all examples).
+        seed: makes the order reproducible.
+        num_replicas: batches hold `batch_size * num_replicas` and their size is a
+            multiple of `num_replicas` (irregular batches are dropped), for
+            `tf.distribute` strategies.
+        repeat: repeat forever (`False`: one pass, e.g. for epoch-based `fit`).
+        prefetch_buffer_size: batches prepared ahead (`tf.data.AUTOTUNE` by default).
+        pad_to_bucket_boundary: pad sequences to their bucket's longest length, so each
+            bucket has one sequence shape (XLA, TPU).
+        train_files_weights: with several corpora, their sampling weights; a corpus is
+            sampled with probability proportional to `weight * size` (OpenNMT-tf: equal
+            weights sample every example equally often). Each corpus is repeated on its
+            own, so `repeat` must be True.
+        num_shards: the number of workers reading this data (multi-worker training).
+        shard_index: this worker's index: text lines `i` with `i % num_shards ==
+            shard_index` (OpenNMT-tf), or whole shard files when there are enough.
+        num_parallel_calls: parallelism of preprocessing and parsing.
+
+    Returns:
+        A `tf.data.Dataset` of batched `(features, labels)`.
+
+    Raises:
+        CorpusError: parallel files with different line counts (naming both files and
+            counts) or invalid UTF-8. While iterating, `tf.errors.InvalidArgumentError`
+            when no batch is left after filtering, or on a malformed or out-of-range
+            alignment line (naming the alignment file and the line).
+
+    Example:
+    >>> import os, tempfile
+    >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
+    >>> directory = tempfile.mkdtemp()
+    >>> for name, text in (("src", "a\\nb a\\na b a\\n"), ("tgt", "b\\na a\\nb b a\\n")):
+    ...     with open(os.path.join(directory, name), "w") as file:
+    ...         _ = file.write(text)
+    >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
+    >>> preprocessor = TranslationPreprocessor(
+    ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary)
+    >>> dataset = training_dataset(
+    ...     os.path.join(directory, "src"), os.path.join(directory, "tgt"), preprocessor,
+    ...     batch_size=6, batch_type="tokens", sample_buffer_size=0, repeat=False)
+    >>> [labels["ids_out"].numpy().tolist() for _, labels in dataset]
+    [[[4, 2]], [[3, 3, 2]], [[4, 4, 3, 2]]]
+    """
+    if num_shards < 1 or not 0 <= shard_index < num_shards:
+        raise ValueError(f"need 0 <= shard_index < num_shards, got {shard_index} and {num_shards}")
+    if shards is not None:
+        if source_file is not None or target_file is not None or alignment_file is not None:
+            raise ValueError("give either shards or text files, not both")
+        corpora = [
+            _shards_corpus_examples(
+                index, sample_buffer_size, seed, num_shards, shard_index, num_parallel_calls
+            )
+            for index in _as_list(shards)
+        ]
+    else:
+        if source_file is None or target_file is None or preprocessor is None:
+            raise ValueError("training_dataset needs source_file, target_file and preprocessor (or shards)")
+        _check_preprocessor_does_not_truncate(preprocessor)
+        sources, targets = _as_list(source_file), _as_list(target_file)
+        alignments = _as_list(alignment_file) or [None] * len(sources)
+        if not len(sources) == len(targets) == len(alignments):
+            raise ValueError(
+                f"got {len(sources)} source files, {len(targets)} target files and "
+                f"{len(alignments)} alignment files"
+            )
+        corpora = [
+            _text_corpus_examples(
+                source, target, alignment, preprocessor, sample_buffer_size, seed,
+                num_shards, shard_index, num_parallel_calls,
+            )
+            for source, target, alignment in zip(sources, targets, alignments)
+        ]
+    batching = dict(
+        batch_size=batch_size,
+        batch_type=batch_type,
+        batch_size_multiple=batch_size_multiple,
+        length_bucket_width=length_bucket_width,
+        maximum_features_length=maximum_features_length,
+        maximum_labels_length=maximum_labels_length,
+        pad_to_bucket_boundary=pad_to_bucket_boundary,
+        num_replicas=num_replicas,
+    )
+    if len(corpora) == 1:
+        examples, _, what = corpora[0]
+        dataset = _batch_examples(examples, what=what, **batching)
+        if repeat:
+            dataset = dataset.repeat()
+        return dataset.prefetch(prefetch_buffer_size)
+    if not repeat:
+        raise ValueError("several weighted corpora are sampled forever: repeat must be True")
+    probabilities = sampling_probabilities(train_files_weights, [size for _, size, _ in corpora])
+    limits = _limits_description(maximum_features_length, maximum_labels_length, 1)
+    streams = []
+    for examples, _, what in corpora:
+        examples = examples.apply(
+            filter_examples_by_length(maximum_features_length, maximum_labels_length)
+        )
+        examples = fail_if_empty(examples, f"no training example left in {what}: {limits}")
+        streams.append(examples.repeat())
+    examples = tf.data.Dataset.sample_from_datasets(streams, weights=probabilities, seed=seed)
+    dataset = _batch_examples(examples, what="the training corpora", filter_lengths=False, **batching)
+    return dataset.prefetch(prefetch_buffer_size)

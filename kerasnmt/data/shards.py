@@ -1,0 +1,499 @@
+"""Sharded TFRecord corpora: tokenize and look up once, then train from ids.
+
+`write_shards` runs the model's `TranslationPreprocessor` over a parallel corpus once and
+writes `NAME-00000-of-00016.tfrecord` ... files of serialized `tf.train.Example`, plus
+`NAME.index.json`, the index that lists the shards, their example counts, the corpus
+line count and the schema of the examples. `read_shards` reads them back as exactly the
+`(features, labels)` examples the preprocessor gives for the text.
+
+Layout and determinism. Shard `s` of `K` holds the corpus lines
+`[s * N // K, (s + 1) * N // K)` (N lines), so its content depends only on the corpus,
+the preprocessor, `K`, `seed` and `s`: never on the number of processes, which only
+decides who writes which shard (ELECTRA's writer, with a seed). With `seed` set, the
+examples of shard `s` are shuffled with a generator seeded by `(seed, s)`, so each run
+writes byte-identical shards. One indexing pass (`kerasnmt.data.shuffling.index_lines`)
+counts the lines of every file (files of different lengths are an error naming both),
+checks UTF-8 and records the byte offset of each shard's first line; a worker then seeks
+straight to its lines.
+
+Atomicity. A shard is written under a temporary name (`...tfrecord.tmp-PID`) and renamed
+once complete; the index is written last, the same way, and removed first when a
+directory is rewritten. A killed run therefore leaves no partial file under a final
+name, and no index: `read_shards` refuses the directory until a run completes.
+"""
+
+import json
+import multiprocessing
+import os
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from kerasnmt.data.parallel_examples import numbered_lines_preprocessor
+from kerasnmt.data.shuffling import index_lines, read_block
+from kerasnmt.data.text_files import CorpusError
+
+INDEX_FORMAT = "kerasnmt-shards-1"
+
+
+class ShardsError(ValueError):
+    """A shard directory that cannot be read (missing index or shard, wrong count)."""
+
+
+def shard_file_name(name, shard, num_shards):
+    """`NAME-00003-of-00016.tfrecord`."""
+    return f"{name}-{shard:05d}-of-{num_shards:05d}.tfrecord"
+
+
+def index_file_name(name):
+    """`NAME.index.json`."""
+    return f"{name}.index.json"
+
+
+# --- Schema: how each tensor of (features, labels) is stored in a tf.train.Example. ---
+
+
+def _schema(element_spec):
+    schema = []
+    for part, specs in zip(("features", "labels"), element_spec):
+        for key, spec in specs.items():
+            rank = spec.shape.rank
+            kind = "float" if spec.dtype.is_floating else "bytes" if spec.dtype == tf.string else "int"
+            if rank not in (0, 1, 2) or (rank == 2 and kind != "float"):
+                raise ValueError(f"cannot store {part}[{key!r}] of spec {spec} in a shard")
+            schema.append({"name": f"{part}/{key}", "dtype": spec.dtype.name, "rank": rank})
+    return schema
+
+
+def _feature(kind, values):
+    if kind == "int":
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
+    if kind == "float":
+        return tf.train.Feature(float_list=tf.train.FloatList(value=values))
+    return tf.train.Feature(bytes_list=tf.train.BytesList(value=values))
+
+
+def _kind(dtype_name):
+    dtype = tf.as_dtype(dtype_name)
+    return "float" if dtype.is_floating else "bytes" if dtype == tf.string else "int"
+
+
+def serialize_example(features, labels, schema):
+    """A `tf.train.Example` string for one `(features, labels)` of NumPy values.
+
+    Scalars and vectors are stored as lists; a matrix (the alignment) as its shape, the
+    flat positions of its non-zero entries and their values.
+    """
+    parts = {"features": features, "labels": labels}
+    stored = {}
+    for entry in schema:
+        part, key = entry["name"].split("/", 1)
+        value = np.asarray(parts[part][key])
+        kind = _kind(entry["dtype"])
+        if entry["rank"] == 2:
+            flat = value.reshape(-1)
+            positions = np.flatnonzero(flat)
+            stored[entry["name"] + "/shape"] = _feature("int", list(value.shape))
+            stored[entry["name"] + "/positions"] = _feature("int", positions.tolist())
+            stored[entry["name"] + "/values"] = _feature("float", flat[positions].tolist())
+        else:
+            stored[entry["name"]] = _feature(kind, value.reshape(-1).tolist())
+    example = tf.train.Example(features=tf.train.Features(feature=stored))
+    return example.SerializeToString(deterministic=True)  # Sorted keys: same bytes every run.
+
+
+def _parse_spec(schema):
+    spec = {}
+    for entry in schema:
+        kind = _kind(entry["dtype"])
+        stored_dtype = {"int": tf.int64, "float": tf.float32, "bytes": tf.string}[kind]
+        if entry["rank"] == 0:
+            spec[entry["name"]] = tf.io.FixedLenFeature([], stored_dtype)
+        elif entry["rank"] == 1:
+            spec[entry["name"]] = tf.io.RaggedFeature(stored_dtype)
+        else:
+            spec[entry["name"] + "/shape"] = tf.io.FixedLenFeature([2], tf.int64)
+            spec[entry["name"] + "/positions"] = tf.io.RaggedFeature(tf.int64)
+            spec[entry["name"] + "/values"] = tf.io.RaggedFeature(tf.float32)
+    return spec
+
+
+def parse_example_fn(schema):
+    """A function mapping one serialized example to `(features, labels)`."""
+    spec = _parse_spec(schema)
+
+    def _parse(serialized):
+        stored = tf.io.parse_single_example(serialized, spec)
+        parts = {"features": {}, "labels": {}}
+        for entry in schema:
+            part, key = entry["name"].split("/", 1)
+            dtype = tf.as_dtype(entry["dtype"])
+            if entry["rank"] == 2:
+                shape = stored[entry["name"] + "/shape"]
+                positions = stored[entry["name"] + "/positions"]
+                flat = tf.scatter_nd(
+                    positions[:, tf.newaxis],
+                    stored[entry["name"] + "/values"],
+                    tf.reshape(tf.reduce_prod(shape), [1]),
+                )
+                value = tf.reshape(flat, tf.cast(shape, tf.int32))
+            else:
+                value = stored[entry["name"]]
+            parts[part][key] = tf.cast(value, dtype) if value.dtype != dtype else value
+        return parts["features"], parts["labels"]
+
+    return _parse
+
+
+# --- Writing. ---
+
+
+def _line_ranges(num_lines, num_shards):
+    return [(s * num_lines // num_shards, (s + 1) * num_lines // num_shards) for s in range(num_shards)]
+
+
+def _write_atomically(path, records):
+    temporary = f"{path}.tmp-{os.getpid()}"
+    with tf.io.TFRecordWriter(temporary) as writer:
+        for record in records:
+            writer.write(record)
+    os.replace(temporary, path)
+
+
+class _ShardTask:
+    """What a worker needs to write one shard; plain data, so it pickles for any process."""
+
+    def __init__(self, shard, num_shards, first_line, indexes, alignment_path, output_path, seed):
+        self.shard = shard
+        self.num_shards = num_shards
+        self.first_line = first_line
+        self.indexes = indexes
+        self.alignment_path = alignment_path
+        self.output_path = output_path
+        self.seed = seed
+
+
+_worker_preprocessor = None
+
+
+def _load_preprocessor(config):
+    global _worker_preprocessor
+    _worker_preprocessor = keras.saving.deserialize_keras_object(config)
+
+
+def write_shard(task, preprocessor=None):
+    """Preprocesses the lines of one shard and writes it atomically.
+
+    This is the per-shard function run by `write_shards` worker processes and by the
+    Apache Beam pipeline (`kerasnmt.data.beam_shards`).
+
+    Args:
+        task: a `_ShardTask` (which lines, where to write, the seed).
+        preprocessor: the preprocessor; `None` in a worker process, which loaded it.
+
+    Returns:
+        `(shard, number_of_examples)`.
+    """
+    preprocessor = preprocessor or _worker_preprocessor
+    columns = [read_block(index, task.shard) for index in task.indexes]
+    numbers = np.arange(task.first_line + 1, task.first_line + 1 + len(columns[0]), dtype=np.int64)
+    records = []
+    if len(numbers):
+        lines = tf.data.Dataset.from_tensor_slices((numbers, *[np.array(c, dtype=object) for c in columns]))
+        preprocess = numbered_lines_preprocessor(preprocessor, task.alignment_path)
+        examples = lines.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
+        schema = _schema(examples.element_spec)
+        try:
+            for features, labels in examples.as_numpy_iterator():
+                records.append(serialize_example(features, labels, schema))
+        except tf.errors.InvalidArgumentError as error:
+            raise CorpusError(_assertion_message(error)) from None
+    if task.seed is not None:
+        order = np.random.default_rng([task.seed, task.shard]).permutation(len(records))
+        records = [records[i] for i in order]
+    _write_atomically(task.output_path, records)
+    return task.shard, len(records)
+
+
+def _assertion_message(error):
+    """The message of a failed `tf.debugging.Assert`, without TensorFlow's decoration."""
+    message = error.message
+    if "assertion failed: [" in message:
+        message = message.split("assertion failed: [", 1)[1]
+        message = message.split("]\n", 1)[0].rstrip("]")
+    return message.strip()
+
+
+def _write_in_process(task):
+    return write_shard(task)
+
+
+def _element_spec(preprocessor, with_alignment):
+    lines = tf.data.Dataset.from_tensors(
+        (tf.constant(1, tf.int64),) + (tf.constant(""),) * (3 if with_alignment else 2)
+    )
+    preprocess = numbered_lines_preprocessor(preprocessor, "alignment" if with_alignment else None)
+    return lines.map(preprocess).element_spec
+
+
+def plan_shards(
+    source_file, target_file, preprocessor, output_dir, name, alignment_file=None,
+    num_shards=16, seed=0,
+):
+    """Indexes the corpus and returns one task a shard, plus the index to write.
+
+    The first half of `write_shards`, shared with the Beam pipeline: counts and checks
+    the files, records the byte offset of each shard's first line, removes any previous
+    index and temporary files of `name`, and describes the examples (the schema).
+
+    Returns:
+        `(tasks, index, index_path)`.
+    """
+    if num_shards < 1:
+        raise ValueError(f"num_shards must be at least 1, got {num_shards}")
+    paths = [source_file, target_file] + ([alignment_file] if alignment_file else [])
+    num_lines = index_lines(paths[0]).num_lines
+    ranges = _line_ranges(num_lines, num_shards)
+    boundaries = [start for start, _ in ranges] + [num_lines]
+    indexes = []
+    for path in paths:
+        index = index_lines(path, boundaries=boundaries)
+        if index.num_lines != num_lines:
+            raise CorpusError(
+                f"parallel files differ in length: {paths[0]} has {num_lines} lines but "
+                f"{path} has {index.num_lines}"
+            )
+        indexes.append(index)
+    os.makedirs(output_dir, exist_ok=True)
+    index_path = os.path.join(output_dir, index_file_name(name))
+    if os.path.exists(index_path):
+        os.remove(index_path)  # Readers must not trust shards that are being rewritten.
+    for file_name in os.listdir(output_dir):
+        if file_name.startswith(f"{name}-") and ".tfrecord.tmp-" in file_name:
+            os.remove(os.path.join(output_dir, file_name))
+    tasks = [
+        _ShardTask(
+            shard,
+            num_shards,
+            start,
+            indexes,
+            alignment_file,
+            os.path.join(output_dir, shard_file_name(name, shard, num_shards)),
+            seed,
+        )
+        for shard, (start, _) in enumerate(ranges)
+    ]
+    index = {
+        "format": INDEX_FORMAT,
+        "name": name,
+        "num_examples": num_lines,
+        "num_shards": num_shards,
+        "seed": seed,
+        "corpus": {"source": str(source_file), "target": str(target_file),
+                   "alignment": str(alignment_file) if alignment_file else None,
+                   "num_lines": num_lines},
+        "shards": [
+            {"file": shard_file_name(name, shard, num_shards), "first_line": start + 1,
+             "num_examples": end - start}
+            for shard, (start, end) in enumerate(ranges)
+        ],
+        "schema": _schema(_element_spec(preprocessor, alignment_file is not None)),
+    }
+    return tasks, index, index_path
+
+
+def finish_shards(index, index_path, counts):
+    """Checks every shard was written with its expected count, then writes the index.
+
+    The last step of `write_shards` and of the Beam pipeline; the index is written under
+    a temporary name and renamed.
+    """
+    written = dict(counts)
+    for shard, entry in enumerate(index["shards"]):
+        if written.get(shard) != entry["num_examples"]:
+            raise ShardsError(
+                f"shard {shard} has {written.get(shard)} examples, expected {entry['num_examples']}"
+            )
+    temporary = f"{index_path}.tmp-{os.getpid()}"
+    with open(temporary, "w", encoding="utf-8") as file:
+        json.dump(index, file, indent=1)
+        file.write("\n")
+    os.replace(temporary, index_path)
+    return index_path
+
+
+def write_shards(
+    source_file,
+    target_file,
+    preprocessor,
+    output_dir,
+    name="train",
+    alignment_file=None,
+    num_shards=16,
+    num_processes=1,
+    seed=0,
+):
+    """Preprocesses a parallel corpus once into sharded TFRecord files.
+
+    Args:
+        source_file: the source text, one sentence a line (`.gz` decompressed).
+        target_file: the target text, line-aligned with `source_file`.
+        preprocessor: the model's `TranslationPreprocessor` (Keras-serializable, so that
+            worker processes can rebuild it); it should not truncate.
+        output_dir: where to write `NAME-SSSSS-of-KKKKK.tfrecord` and `NAME.index.json`.
+        name: the file name prefix.
+        alignment_file: optional Pharaoh alignments, line-aligned with the corpus.
+        num_shards: the number of shard files `K`.
+        num_processes: worker processes (each rebuilds the preprocessor from its
+            config); the files written do not depend on it.
+        seed: shuffles the examples inside each shard reproducibly; `None` keeps the
+            corpus order.
+
+    Returns:
+        The path of the index file, for `read_shards` and `training_dataset(shards=...)`.
+
+    Raises:
+        CorpusError: files of different lengths (naming both files and counts), invalid
+            UTF-8, or a malformed or out-of-range alignment line (naming the file and
+            line).
+    """
+    if num_processes < 1:
+        raise ValueError(f"num_processes must be at least 1, got {num_processes}")
+    tasks, index, index_path = plan_shards(
+        source_file, target_file, preprocessor, output_dir, name, alignment_file, num_shards, seed
+    )
+    if num_processes == 1:
+        counts = [write_shard(task, preprocessor) for task in tasks]
+    else:
+        config = keras.saving.serialize_keras_object(preprocessor)
+        context = multiprocessing.get_context("spawn")
+        with context.Pool(num_processes, initializer=_load_preprocessor, initargs=(config,)) as pool:
+            counts = pool.map(_write_in_process, tasks, chunksize=1)
+    return finish_shards(index, index_path, counts)
+
+
+# --- Reading. ---
+
+
+def load_shards_index(path):
+    """Reads and checks `NAME.index.json`: every listed shard must exist.
+
+    Args:
+        path: the index file, or the directory holding exactly one index.
+
+    Returns:
+        The index as a dict, with `"directory"` and absolute `"paths"` of the shards.
+
+    Raises:
+        ShardsError: no index (an unfinished or killed `write_shards`), or a shard is
+            missing.
+    """
+    path = str(path)
+    if os.path.isdir(path):
+        found = sorted(f for f in os.listdir(path) if f.endswith(".index.json"))
+        if len(found) != 1:
+            raise ShardsError(
+                f"{path}: expected one NAME.index.json, found {found or 'none'} (an "
+                "unfinished or killed write_shards leaves no index)"
+            )
+        path = os.path.join(path, found[0])
+    if not os.path.exists(path):
+        raise ShardsError(
+            f"{path}: no shard index (an unfinished or killed write_shards leaves none)"
+        )
+    with open(path, encoding="utf-8") as file:
+        index = json.load(file)
+    if index.get("format") != INDEX_FORMAT:
+        raise ShardsError(f"{path}: not a kerasnmt shard index (format {index.get('format')!r})")
+    directory = os.path.dirname(os.path.abspath(path))
+    index["directory"] = directory
+    index["paths"] = [os.path.join(directory, shard["file"]) for shard in index["shards"]]
+    for shard_path in index["paths"]:
+        if not os.path.exists(shard_path):
+            raise ShardsError(f"{path}: shard {shard_path} is missing")
+    return index
+
+
+def shard_records(index, shuffle_files=False, seed=None, cycle_length=None, num_shards=1, shard_index=0):
+    """The serialized examples of a sharded corpus, before parsing.
+
+    Args:
+        index: the index file written by `write_shards` (or its directory, or the dict
+            `load_shards_index` returns).
+        shuffle_files: read the shard files in a random order (a new one each epoch),
+            interleaved `cycle_length` at a time, one example from each in turn;
+            otherwise one file after the other in order (the corpus order when the
+            shards were written with `seed=None`).
+        seed: seeds the file order.
+        cycle_length: how many shard files are read at once when shuffling (default:
+            all of them, at most 16).
+        num_shards: split the data across workers: by whole files when there are at least
+            `num_shards` files (worker `i` reads files `i, i + num_shards, ...`), else by
+            examples (worker `i` keeps examples `i, i + num_shards, ...`).
+        shard_index: this worker.
+
+    Returns:
+        `(records, num_examples, index)`: a `tf.data.Dataset` of serialized
+        `tf.train.Example`, how many this worker reads, and the index dict.
+    """
+    if not isinstance(index, dict):
+        index = load_shards_index(index)
+    if num_shards < 1 or not 0 <= shard_index < num_shards:
+        raise ValueError(f"need 0 <= shard_index < num_shards, got {shard_index} and {num_shards}")
+    paths = index["paths"]
+    counts = [shard["num_examples"] for shard in index["shards"]]
+    by_files = num_shards > 1 and len(paths) >= num_shards
+    if by_files:
+        paths, counts = paths[shard_index::num_shards], counts[shard_index::num_shards]
+    num_examples = sum(counts)
+    files = tf.data.Dataset.from_tensor_slices(paths)
+    if shuffle_files:
+        files = files.shuffle(len(paths), seed=seed, reshuffle_each_iteration=True)
+        cycle = cycle_length or min(len(paths), 16)
+        records = files.interleave(
+            tf.data.TFRecordDataset,
+            cycle_length=cycle,
+            block_length=1,
+            num_parallel_calls=min(cycle, 4),
+            deterministic=True,
+        )
+    else:
+        records = files.flat_map(tf.data.TFRecordDataset)
+    if num_shards > 1 and not by_files:
+        records = records.shard(num_shards, shard_index)
+        num_examples = len(range(shard_index, num_examples, num_shards))
+    return records, num_examples, index
+
+
+def read_shards(index, num_parallel_calls=tf.data.AUTOTUNE, **kwargs):
+    """Reads a sharded corpus back as the `(features, labels)` the preprocessor gave.
+
+    Args:
+        index: the index file written by `write_shards` (or its directory).
+        num_parallel_calls: parallelism of the parsing map.
+        **kwargs: `shuffle_files`, `seed`, `cycle_length`, `num_shards`, `shard_index`
+            of `shard_records`.
+
+    Returns:
+        A `tf.data.Dataset` of `(features, labels)`; without `shuffle_files`, in shard
+        order.
+
+    Example:
+    >>> import os, tempfile
+    >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
+    >>> directory = tempfile.mkdtemp()
+    >>> for name, text in (("src", "a b\\nb\\n"), ("tgt", "b\\na a\\n")):
+    ...     with open(os.path.join(directory, name), "w") as file:
+    ...         _ = file.write(text)
+    >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
+    >>> preprocessor = TranslationPreprocessor(
+    ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary)
+    >>> index = write_shards(os.path.join(directory, "src"), os.path.join(directory, "tgt"),
+    ...     preprocessor, os.path.join(directory, "shards"), num_shards=2, seed=None)
+    >>> [(f["ids"].tolist(), l["ids_out"].tolist())
+    ...  for f, l in read_shards(index).as_numpy_iterator()]
+    [([3, 4], [4, 2]), ([4], [3, 3, 2])]
+    """
+    records, _, index = shard_records(index, **kwargs)
+    return records.map(parse_example_fn(index["schema"]), num_parallel_calls=num_parallel_calls)
