@@ -1,5 +1,8 @@
 """Beam search, greedy search and sampling over any step function, as a Keras layer."""
 
+import math
+import numbers
+
 import keras
 import tensorflow as tf
 
@@ -143,15 +146,15 @@ class BeamSampler(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        _check_int("beam_size", beam_size, minimum=1)
-        _check_int("n_best", n_best, minimum=1)
+        beam_size = _check_int("beam_size", beam_size, minimum=1)
+        n_best = _check_int("n_best", n_best, minimum=1)
         if n_best > beam_size:
             raise ValueError(
                 f"BeamSampler: n_best ({n_best}) must be at most beam_size ({beam_size})"
             )
-        _check_int("top_k", top_k, minimum=0)
-        _check_int("max_length", max_length, minimum=1)
-        _check_int("min_length", min_length, minimum=0)
+        top_k = _check_int("top_k", top_k, minimum=0)
+        max_length = _check_int("max_length", max_length, minimum=1)
+        min_length = _check_int("min_length", min_length, minimum=0)
         if min_length > max_length:
             raise ValueError(
                 f"BeamSampler: min_length ({min_length}) must be at most max_length "
@@ -160,7 +163,7 @@ class BeamSampler(keras.layers.Layer):
         if not temperature > 0:
             raise ValueError(f"BeamSampler: temperature must be > 0, got {temperature!r}")
         if seed is not None:
-            _check_int("seed", seed, minimum=_INT32_RANGE[0])
+            seed = _check_int("seed", seed, minimum=_INT32_RANGE[0])
             if seed >= _INT32_RANGE[1]:
                 raise ValueError(f"BeamSampler: seed must fit in int32, got {seed}")
         self.beam_size = beam_size
@@ -221,36 +224,14 @@ class BeamSampler(keras.layers.Layer):
         if self.coverage_penalty != 0:
             loop["accumulated_attention"] = tf.zeros([num_rows, attention_size])
         seed = self._base_seed() if self.top_k != 1 else None
-        attention_shape = [static_rows, None if attention_size is None else _static(attention_size)]
         returns_attention = []  # filled when the first step runs (eager) or is traced
 
         def body(loop):
-            logits, attention, new_state = step_fn(loop["ids"], loop["step"], loop.get("state"))
-            logits = tf.cast(logits, tf.float32)
-            if logits.shape.rank != 2:
-                raise ValueError(
-                    f"BeamSampler: step_fn must return logits of shape [B * beam_size, V], "
-                    f"got {logits.shape}"
-                )
-            logits = tf.ensure_shape(logits, [static_rows, None])
+            outputs = step_fn(loop["ids"], loop["step"], loop.get("state"))
+            logits, attention, new_state = self._check_step_outputs(
+                outputs, loop.get("state"), static_rows, attention_size
+            )
             returns_attention[:] = [attention is not None]
-            if attention is not None:
-                attention = tf.ensure_shape(tf.cast(attention, tf.float32), attention_shape)
-            elif self.coverage_penalty != 0:
-                raise ValueError(
-                    "BeamSampler: coverage_penalty needs step_fn to return attention"
-                )
-            if "state" in loop:
-                try:
-                    tf.nest.assert_same_structure(loop["state"], new_state)
-                except (TypeError, ValueError) as error:
-                    raise ValueError(
-                        f"BeamSampler: step_fn must return a state with the structure of "
-                        f"initial_state: {error}"
-                    ) from None
-                new_state = tf.nest.map_structure(
-                    lambda new, old: tf.ensure_shape(new, old.shape), new_state, loop["state"]
-                )
             return (self._step(loop, logits, attention, new_state, end_id, seed),)
 
         def cond(loop):
@@ -260,6 +241,51 @@ class BeamSampler(keras.layers.Layer):
             cond, body, (loop,), maximum_iterations=self.max_length, parallel_iterations=1
         )
         return self._finalize(loop, end_id, batch_size, returns_attention == [True])
+
+    def _check_step_outputs(self, outputs, state, static_rows, attention_size):
+        if not isinstance(outputs, (tuple, list)) or len(outputs) != 3:
+            raise ValueError(
+                "BeamSampler: step_fn must return a tuple (logits, attention, new_state)"
+            )
+        logits, attention, new_state = outputs
+        logits = tf.cast(logits, tf.float32)
+        if logits.shape.rank != 2:
+            raise ValueError(
+                f"BeamSampler: step_fn must return logits of shape [B * beam_size, V], got "
+                f"{logits.shape}"
+            )
+        logits = tf.ensure_shape(logits, [static_rows, None])
+        if attention is not None:
+            attention = tf.cast(attention, tf.float32)
+            if attention.shape.rank != 2:
+                raise ValueError(
+                    f"BeamSampler: step_fn must return attention of shape [B * beam_size, S] "
+                    f"or None, got {attention.shape}"
+                )
+            size = None if attention_size is None else tf.get_static_value(attention_size)
+            attention = tf.ensure_shape(attention, [static_rows, size])
+        elif self.coverage_penalty != 0:
+            raise ValueError("BeamSampler: coverage_penalty needs step_fn to return attention")
+        if state is None:
+            return logits, attention, None
+        try:
+            tf.nest.assert_same_structure(state, new_state)
+        except (TypeError, ValueError) as error:
+            raise ValueError(
+                f"BeamSampler: step_fn must return a state with the structure of "
+                f"initial_state: {error}"
+            ) from None
+
+        def keep_shape(new, old):
+            if not new.shape.is_compatible_with(old.shape):
+                raise ValueError(
+                    f"BeamSampler: step_fn changed a state tensor's shape from {old.shape} "
+                    f"to {new.shape}; the decoding loop needs static shapes (preallocate "
+                    f"caches to max_length)"
+                )
+            return tf.ensure_shape(new, old.shape)
+
+        return logits, attention, tf.nest.map_structure(keep_shape, new_state, state)
 
     def _tile(self, tensor, batch_size):
         tensor = tf.convert_to_tensor(tensor)
@@ -278,57 +304,87 @@ class BeamSampler(keras.layers.Layer):
         return tf.constant([self.seed, 0], tf.int32)
 
     def _step(self, loop, logits, attention, new_state, end_id, seed):
-        """One step of OpenNMT-tf's `dynamic_decode` loop with `BeamSearch.step`."""
+        """One step of OpenNMT-tf's `dynamic_decode` loop with `BeamSearch.step`.
+
+        The scores of a row's words are an increasing function of their logits (the same
+        normalizer, cumulative log-probability and penalties for the whole row), so an
+        example's best candidates are among the best logits of each of its rows: only those
+        get scored, and the vocabulary is read a few times per row (maxima, then the sum of
+        exponentials), instead of materializing `[B * beam_size, V]` scores and ranking
+        `beam_size * V` of them.
+        """
         beam_size = self.beam_size
         step, finished = loop["step"], loop["finished"]
-        vocab_size = logits.shape[-1] if logits.shape[-1] is not None else tf.shape(logits)[-1]
-        if isinstance(vocab_size, int) and self.top_k > beam_size * vocab_size:
+        vocab_size = logits.shape[-1]
+        if vocab_size is None:
+            raise ValueError("BeamSampler: step_fn must return logits with a static last "
+                             "dimension (the vocabulary size)")
+        if self.top_k > beam_size * vocab_size:
             raise ValueError(
                 f"BeamSampler: top_k ({self.top_k}) is larger than beam_size * vocabulary "
                 f"size ({beam_size} * {vocab_size})"
             )
+        logits = self._force_or_forbid_end(logits, step, finished, end_id, vocab_size)
+        # log_softmax, as `(logits - max) - log(sum(exp(logits - max)))`, for candidates only.
+        # (Taking the maximum from the best candidate instead is slower under XLA.)
+        row_max = tf.reduce_max(logits, axis=1, keepdims=True)
+        log_sum_exp = tf.math.log(tf.reduce_sum(tf.exp(logits - row_max), axis=1, keepdims=True))
 
-        # Penalize or force </s>, then normalize in float32.
-        end_logits = tf.one_hot(
-            end_id, vocab_size, on_value=logits.dtype.max, off_value=logits.dtype.min
-        )
-
-        def force_end_for_finished():
-            return tf.where(finished[:, tf.newaxis], end_logits[tf.newaxis], logits)
-
-        if self.min_length > 0:
-            logits = tf.cond(
-                step < self.min_length,
-                lambda: logits + tf.one_hot(end_id, vocab_size,
-                                            on_value=END_PENALTY_BEFORE_MIN_LENGTH),
-                force_end_for_finished,
+        penalty_divisor = 1.0
+        if self.length_penalty != 0:
+            lengths = loop["lengths"]
+            if self.freeze_finished_scores:
+                lengths = tf.where(finished, lengths, lengths + 1)
+            else:
+                lengths = lengths + 1
+            penalty_divisor = tf.pow(
+                (5.0 + tf.cast(lengths[:, tf.newaxis], tf.float32)) / 6.0, self.length_penalty
             )
-        else:
-            logits = force_end_for_finished()
-        log_probs = tf.nn.log_softmax(logits)
-
-        accumulated_attention = None
+        accumulated_attention = coverage = None
+        ranking_logits = logits
         if self.coverage_penalty != 0:
-            not_finished = tf.cast(tf.logical_not(finished), attention.dtype)
-            accumulated_attention = (
-                loop["accumulated_attention"] + attention * not_finished[:, tf.newaxis]
+            not_finished = tf.cast(tf.logical_not(finished), tf.float32)[:, tf.newaxis]
+            accumulated_attention = loop["accumulated_attention"] + attention * not_finished
+            # Source positions never attended (0) count as 1, i.e. no penalty.
+            coverage = self.coverage_penalty * tf.reduce_sum(
+                tf.math.log(tf.minimum(
+                    tf.where(tf.equal(accumulated_attention, 0.0), 1.0, accumulated_attention),
+                    1.0,
+                )),
+                axis=1,
+                keepdims=True,
             )
-        total_log_probs = log_probs + loop["log_probs"][:, tf.newaxis]
-        scores = self._scores(total_log_probs, loop["lengths"], finished,
-                              accumulated_attention, end_id, vocab_size)
+            if self.freeze_finished_scores:  # the </s> of unfinished rows moves alone
+                ranking_logits = logits + tf.one_hot(end_id, vocab_size) * (
+                    coverage * not_finished * penalty_divisor
+                )
 
-        # Choose beam_size candidates among the beam_size * V of each example.
-        flat_shape = [-1, beam_size * vocab_size]
+        word_ids, candidate_logits = self._row_candidates(ranking_logits, logits, vocab_size)
+        candidate_log_probs = (candidate_logits - row_max) - log_sum_exp
+        total_log_probs = candidate_log_probs + loop["log_probs"][:, tf.newaxis]
+        scores = total_log_probs / penalty_divisor
+        if coverage is not None:
+            # OpenNMT-tf: for hypotheses finished at an earlier step. Frozen scores: also
+            # for the </s> candidates of this step.
+            applies = finished[:, tf.newaxis]
+            if self.freeze_finished_scores:
+                applies = tf.logical_or(applies, tf.equal(word_ids, end_id))
+            scores += coverage * tf.cast(applies, tf.float32)
+
+        # Choose beam_size candidates among the beam_size * num_candidates of each example.
+        num_candidates = word_ids.shape[-1]
+        flat_shape = [-1, beam_size * num_candidates]
         flat_scores = tf.reshape(scores, flat_shape)
-        ranked = tf.reshape(log_probs, flat_shape) if beam_size == 1 else flat_scores
-        candidate_ids = self._choose(ranked, step, seed)
+        ranked = tf.reshape(candidate_log_probs, flat_shape) if beam_size == 1 else flat_scores
+        chosen = self._choose(ranked, step, seed)
         next_log_probs = tf.reshape(
-            tf.gather(tf.reshape(total_log_probs, flat_shape), candidate_ids, batch_dims=1), [-1]
+            tf.gather(tf.reshape(total_log_probs, flat_shape), chosen, batch_dims=1), [-1]
         )
-        next_scores = tf.reshape(tf.gather(flat_scores, candidate_ids, batch_dims=1), [-1])
-        candidate_ids = tf.reshape(candidate_ids, [-1])
-        word_ids = candidate_ids % vocab_size
-        beam_ids = candidate_ids // vocab_size
+        next_scores = tf.reshape(tf.gather(flat_scores, chosen, batch_dims=1), [-1])
+        word_ids = tf.reshape(
+            tf.gather(tf.reshape(word_ids, flat_shape), chosen, batch_dims=1), [-1]
+        )
+        beam_ids = tf.reshape(chosen // num_candidates, [-1])
 
         lengths = tf.where(finished, loop["lengths"], loop["lengths"] + 1)
         if beam_size == 1:  # greedy: nothing moves
@@ -363,29 +419,35 @@ class BeamSampler(keras.layers.Layer):
                 next_loop[key] = tf.ensure_shape(value, loop[key].shape)
         return next_loop
 
-    def _scores(self, total_log_probs, lengths, finished, accumulated_attention, end_id,
-                vocab_size):
-        """`BeamSearch._get_scores`, or the frozen variant of `freeze_finished_scores`."""
-        scores = total_log_probs
-        if self.length_penalty != 0:
-            if self.freeze_finished_scores:
-                lengths = tf.where(finished, lengths, lengths + 1)
-            else:
-                lengths = lengths + 1
-            scores /= tf.pow(
-                (5.0 + tf.cast(lengths[:, tf.newaxis], scores.dtype)) / 6.0, self.length_penalty
-            )
-        if self.coverage_penalty != 0:
-            # Source positions never attended (0) count as 1, i.e. no penalty.
-            attention = tf.where(
-                tf.equal(accumulated_attention, 0.0), 1.0, accumulated_attention
-            )
-            coverage = tf.reduce_sum(tf.math.log(tf.minimum(attention, 1.0)), axis=1)
-            applies = tf.cast(finished, scores.dtype)[:, tf.newaxis]
-            if self.freeze_finished_scores:  # also to the </s> candidates of this step
-                applies = tf.maximum(applies, tf.one_hot(end_id, vocab_size)[tf.newaxis])
-            scores += self.coverage_penalty * coverage[:, tf.newaxis] * applies
-        return scores
+    def _force_or_forbid_end(self, logits, step, finished, end_id, vocab_size):
+        """Finished rows emit </s> with probability 1; before min_length </s> gets -1e7."""
+        end_logits = tf.one_hot(
+            end_id, vocab_size, on_value=logits.dtype.max, off_value=logits.dtype.min
+        )
+
+        def force_end_for_finished():
+            return tf.where(finished[:, tf.newaxis], end_logits[tf.newaxis], logits)
+
+        if self.min_length == 0:
+            return force_end_for_finished()
+        return tf.cond(
+            step < self.min_length,
+            lambda: logits + tf.one_hot(end_id, vocab_size,
+                                        on_value=END_PENALTY_BEFORE_MIN_LENGTH),
+            force_end_for_finished,
+        )
+
+    def _row_candidates(self, ranking_logits, logits, vocab_size):
+        """The words of each row that can be chosen: its `beam_size` best (deterministic
+        search) or `top_k` best (sampling), or all of them (`top_k=0`), with their logits."""
+        count = self.beam_size if self.top_k == 1 else self.top_k
+        if count == 0 or count >= vocab_size:
+            word_ids = tf.broadcast_to(tf.range(vocab_size), tf.shape(logits))
+            return word_ids, logits
+        ranking_values, word_ids = top_k_by_chunks(ranking_logits, count)
+        if ranking_logits is logits:
+            return word_ids, ranking_values
+        return word_ids, tf.gather(logits, word_ids, batch_dims=1)
 
     def _choose(self, scores, step, seed):
         """`BestSampler` (top_k=1) or `RandomSampler`: candidate ids `[B, beam_size]`."""
@@ -449,11 +511,30 @@ class BeamSampler(keras.layers.Layer):
 
 
 def _check_int(name, value, minimum):
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
         raise ValueError(f"BeamSampler: {name} must be an int >= {minimum}, got {value!r}")
+    return int(value)
 
 
-def _static(value):
-    """A Python int for a static size, else None (the shape stays partly unknown)."""
-    value = tf.get_static_value(value)
-    return None if value is None else int(value)
+def top_k_by_chunks(values, k):
+    """`tf.math.top_k(values, k)` for `[N, V]` values with `k` much smaller than `V`: the
+    same values, indices and tie order, but each row is read once by a vectorized maximum
+    over chunks, and only the `k` chunks with the largest maxima (which hold the row's `k`
+    best values) are ranked."""
+    vocab_size = values.shape[-1]
+    chunk_size = 64  # measured fastest on CPU, with and without XLA, for V in the thousands
+    while chunk_size > 8 and 2 * k * chunk_size > vocab_size:
+        chunk_size //= 2
+    if 2 * k * chunk_size > vocab_size:
+        return tf.math.top_k(values, k)
+    num_chunks = math.ceil(vocab_size / chunk_size)
+    padded = tf.pad(values, [[0, 0], [0, num_chunks * chunk_size - vocab_size]],
+                    constant_values=float("-inf"))
+    chunks = tf.reshape(padded, [-1, num_chunks, chunk_size])
+    _, best_chunks = tf.math.top_k(tf.reduce_max(chunks, axis=2), k)
+    best_chunks = tf.sort(best_chunks, axis=1)  # in index order: ties resolve as in top_k
+    candidates = tf.reshape(tf.gather(chunks, best_chunks, batch_dims=1), [-1, k * chunk_size])
+    indices = best_chunks[:, :, tf.newaxis] * chunk_size + tf.range(chunk_size)
+    top_values, positions = tf.math.top_k(candidates, k)
+    return top_values, tf.gather(tf.reshape(indices, [-1, k * chunk_size]), positions,
+                                 batch_dims=1)

@@ -21,6 +21,7 @@ import tensorflow as tf
 from kerasnmt.layers import BeamSampler
 from kerasnmt.layers import beam_sampler
 from kerasnmt.layers import gather_tree as gather_tree_module
+from kerasnmt.layers.beam_sampler import top_k_by_chunks
 from kerasnmt.layers.gather_tree import gather_tree
 
 END = 2
@@ -129,6 +130,8 @@ def test_config_round_trip():
     revived = BeamSampler.from_config(config)
     assert revived.get_config() == config
     assert BeamSampler().get_config()["beam_size"] == 4
+    numpy_ints = BeamSampler(beam_size=np.int64(3), max_length=np.int32(9)).get_config()
+    assert type(numpy_ints["beam_size"]) is int and numpy_ints["max_length"] == 9
     assert not sampler.weights
 
 
@@ -163,9 +166,15 @@ def test_bad_call_arguments_are_refused():
     def growing_state(ids, step, state):
         return tf.zeros([tf.shape(ids)[0], 4]), None, tf.concat([state, state], axis=1)
 
-    with pytest.raises((ValueError, tf.errors.InvalidArgumentError)):
-        BeamSampler(beam_size=2)(growing_state, tf.constant([1]), END,
-                                 initial_state=tf.zeros([1, 2]))
+    for decode in (BeamSampler(beam_size=2), tf.function(BeamSampler(beam_size=2))):
+        with pytest.raises(ValueError, match="static shapes"):
+            decode(growing_state, tf.constant([1]), END, initial_state=tf.zeros([1, 2]))
+
+    def two_outputs(ids, step, state):
+        return tf.zeros([tf.shape(ids)[0], 4]), state
+
+    with pytest.raises(ValueError, match="tuple"):
+        BeamSampler()(two_outputs, tf.constant([1]), END)
 
 
 # ----------------------------------------------------------------------------- gather_tree
@@ -405,6 +414,87 @@ def test_greedy_equals_a_python_argmax_loop():
         np.testing.assert_allclose(outputs["log_probs"].numpy()[example, 0], log_prob,
                                    atol=1e-5)
     assert len(lengths_seen) > 1
+
+
+# ----------------------------------------------------------------------------- fast selection
+
+
+def test_top_k_by_chunks_equals_tf_top_k_ties_included():
+    rng = np.random.default_rng(9)
+    values = rng.integers(-20, 20, size=[6, 1000]).astype(np.float32)  # many ties
+    values[1] = -np.inf  # a row without any finite value
+    values[2, :990] = -np.inf
+    values[3] = np.finfo(np.float32).min
+    values[3, 7] = np.finfo(np.float32).max  # a finished row: </s> forced
+    values[4, 500:] = 30.0  # ties spread over many chunks
+    values = tf.constant(values)
+    for k in (1, 4, 10):
+        expected = tf.math.top_k(values, k)
+        for function in (top_k_by_chunks, tf.function(top_k_by_chunks, jit_compile=True)):
+            actual = function(values, k)
+            np.testing.assert_array_equal(actual[0], expected.values)
+            np.testing.assert_array_equal(actual[1], expected.indices)
+
+
+def reference_beam_search(table, start, beam_size, max_length, alpha, beta, attention, freeze):
+    """OpenNMT-tf's BeamSearch for one example, transcribed step by step in float64: full
+    log_softmax, all beam_size * V candidates ranked at once (stable, flat index order)."""
+    vocab_size = table.shape[1]
+    beams = [dict(tokens=(), last=start, log_prob=0.0 if k == 0 else -np.inf, finished=False,
+                  length=0, attention=np.zeros(attention.shape[1]), score=0.0)
+             for k in range(beam_size)]
+    for _ in range(max_length):
+        if all(beam["finished"] for beam in beams):
+            break
+        candidates = []
+        for beam in beams:
+            if beam["finished"]:
+                log_probs = np.full(vocab_size, -np.inf)
+                log_probs[END] = 0.0
+                accumulated = beam["attention"]
+            else:
+                log_probs = log_softmax(table[beam["last"]])
+                accumulated = beam["attention"] + attention[beam["last"]]
+            length = beam["length"] + (0 if freeze and beam["finished"] else 1)
+            for word in range(vocab_size):
+                total = beam["log_prob"] + log_probs[word]
+                score = total / length_penalty(length, alpha)
+                if beam["finished"] or (freeze and word == END):
+                    score += beta * coverage(accumulated)
+                candidates.append((score, beam, word, total, accumulated))
+        candidates.sort(key=lambda candidate: -candidate[0])
+        beams = [dict(tokens=parent["tokens"] + ((word,) if not parent["finished"] else ()),
+                      last=word, log_prob=total, finished=parent["finished"] or word == END,
+                      length=parent["length"] + (0 if parent["finished"] else 1),
+                      attention=accumulated, score=score)
+                 for score, parent, word, total, accumulated in candidates[:beam_size]]
+    return beams
+
+
+@pytest.mark.parametrize("freeze", [False, True])
+def test_large_vocabulary_matches_a_plain_transcription_of_opennmt(freeze):
+    rng = np.random.default_rng(10)
+    vocab_size, sources, beam_size, max_length = 300, 5, 4, 6
+    table = rng.normal(scale=3.0, size=[vocab_size + 1, vocab_size])
+    table[:, END] += 4.0  # hypotheses finish at different steps
+    attention = rng.dirichlet(np.ones(sources), size=vocab_size + 1)
+    start_ids = [vocab_size, 7, 150]
+    outputs = BeamSampler(beam_size=beam_size, n_best=beam_size, max_length=max_length,
+                          length_penalty=0.7, coverage_penalty=0.4,
+                          freeze_finished_scores=freeze)(
+        markov_step_fn(table, attention), tf.constant(start_ids), END, attention_size=sources)
+    finished = 0
+    for example, start in enumerate(start_ids):
+        beams = reference_beam_search(table, start, beam_size, max_length, 0.7, 0.4, attention,
+                                      freeze)
+        hypotheses = [[t for t in beam["tokens"] if t != END] for beam in beams]
+        finished += sum(beam["finished"] for beam in beams)
+        assert as_lists(outputs, example) == hypotheses
+        np.testing.assert_allclose(outputs["log_probs"].numpy()[example],
+                                   [beam["log_prob"] for beam in beams], atol=1e-4)
+        np.testing.assert_allclose(outputs["scores"].numpy()[example],
+                                   [beam["score"] for beam in beams], atol=1e-4)
+    assert 0 < finished < len(start_ids) * beam_size
 
 
 # ----------------------------------------------------------------------------- sampling
