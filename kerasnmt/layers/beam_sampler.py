@@ -37,14 +37,20 @@ class BeamSampler(keras.layers.Layer):
     `max_length` steps; `</s>` gets a -1e7 logit penalty during the first `min_length`
     steps. The paths are rebuilt at the end from the table of parent beams
     (`kerasnmt.layers.gather_tree.gather_tree`), so no step does work that grows with
-    `max_length`.
+    `max_length`; and since a row's scores rise with its logits, each step scores only
+    each row's best logits (the vocabulary itself is only read to normalize).
 
-    Two places differ from OpenNMT-tf's code, both bookkeeping fixes that leave the search
-    itself unchanged: a finished hypothesis that moves to another slot of the beam keeps its
-    own cumulative log-probability (OpenNMT-tf gives it the one of the hypothesis that held
-    that slot before, OpenNMT-tf issue #432), and paths are rebuilt from the last step
-    decoded for every example (OpenNMT-tf starts from the step where that example's last
-    hypothesis finished, which can pair ids with another slot's log-probability).
+    Three places differ from OpenNMT-tf's code, all bookkeeping fixes that change no
+    ranking rule: a hypothesis carries the total of the candidate it was chosen as, so a
+    finished one that moves to another slot keeps its own log-probability (OpenNMT-tf keeps
+    the slot's previous value, that of another hypothesis: OpenNMT-tf issue #432; the same
+    line revives a `-inf` candidate as a copy of a finished hypothesis when the beam has
+    more slots than finite candidates); paths are rebuilt from the last step decoded (for
+    each example OpenNMT-tf starts where its last hypothesis finished, which pairs ids with
+    another slot's log-probability when finished hypotheses swapped slots later); and a
+    token's alignment is the attention of the row that produced it, its parent's
+    (OpenNMT-tf reads the slot's own row, another hypothesis's after a reorder). Sampled
+    hypotheses are returned best first (OpenNMT-tf leaves them in drawing order).
 
     OpenNMT-tf's scores also have two known inconsistencies, kept by default: once finished,
     a hypothesis is ranked with a length one larger than its own (`length + 1`), and its
