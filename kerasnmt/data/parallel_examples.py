@@ -1,9 +1,11 @@
-"""Preprocessing numbered lines of parallel files, with errors that name the file and line.
+"""Preprocessing chunks of numbered parallel lines, with errors naming the file and line.
 
 The training pipeline and the shard writer both read `(line_number, source, target[,
-alignment])` from files and map them through the model's `TranslationPreprocessor`. An
-alignment line that is malformed or points outside the sentences then fails with the
-alignment file's name and the line number, checked before the preprocessor sees it.
+alignment])` lines from files, `CHUNK_SIZE` at a time, and map each chunk through the
+model's `TranslationPreprocessor` (called on `[B]` strings: one `tf.data` function call
+a chunk instead of one an example). An alignment line that is malformed or points
+outside its sentences fails with the alignment file's name and the line number: the
+lines are checked before the preprocessor sees them.
 """
 
 import tensorflow as tf
@@ -14,93 +16,91 @@ from kerasnmt.data.batching import source_length, target_length
 _PAIR_PATTERN = "[0-9]{1,9}-[0-9]{1,9}"
 
 
-def _fail(message_parts):
-    check = tf.debugging.Assert(tf.constant(False), [tf.strings.join(message_parts)])
-    with tf.control_dependencies([check]):
-        return tf.constant(False)
-
-
-def check_alignment_line(line, num_source_tokens, num_target_tokens, path, line_number):
-    """A boolean tensor that is True, or fails naming `path` and `line_number`.
+def check_alignment_lines(lines, num_source_tokens, num_target_tokens, path, line_numbers):
+    """A boolean tensor that is True, or fails naming `path` and a bad line's number.
 
     Args:
-        line: a Pharaoh line, `"s-t s-t ..."` (0-based source and target token indices).
-        num_source_tokens: the number of source tokens of that line's sentence pair.
-        num_target_tokens: the number of target tokens.
+        lines: `[B]` Pharaoh lines, `"s-t s-t ..."` (0-based source and target token
+            indices).
+        num_source_tokens: `[B]` source token counts of the sentence pairs.
+        num_target_tokens: `[B]` target token counts.
         path: the alignment file, for the message.
-        line_number: the 1-based line number, for the message.
+        line_numbers: `[B]` 1-based line numbers, for the message.
 
     Returns:
-        `tf.constant(True)`, once the line is checked; use it as a control dependency.
-        Running it raises `tf.errors.InvalidArgumentError` on a malformed pair or an
-        index outside the sentences.
+        `tf.constant(True)` once the lines are checked; use it as a control dependency.
+        Running it raises `tf.errors.InvalidArgumentError` on the first line (of the
+        chunk) with a malformed pair or an index outside its sentences.
     """
-    pairs = tf.strings.split(line)
-    location = [str(path), ", line ", tf.strings.as_string(line_number), ": "]
-
-    def _check_ranges():
-        numbers = tf.strings.to_number(
-            tf.reshape(tf.strings.split(pairs, "-").flat_values, [-1, 2]), tf.int32
-        )
-        largest = tf.reduce_max(tf.concat([numbers, [[-1, -1]]], axis=0), axis=0)
-        in_range = (largest[0] < num_source_tokens) & (largest[1] < num_target_tokens)
-        return tf.cond(
-            in_range,
-            lambda: tf.constant(True),
-            lambda: _fail(
-                location
-                + [
-                    "alignment index out of range: largest source index ",
-                    tf.strings.as_string(largest[0]),
-                    " for ",
-                    tf.strings.as_string(num_source_tokens),
-                    " source tokens, largest target index ",
-                    tf.strings.as_string(largest[1]),
-                    " for ",
-                    tf.strings.as_string(num_target_tokens),
-                    " target tokens, in line: ",
-                    line,
-                ]
-            ),
-        )
-
-    well_formed = tf.reduce_all(tf.strings.regex_full_match(pairs, _PAIR_PATTERN))
-    return tf.cond(
-        well_formed,
-        _check_ranges,
-        lambda: _fail(
-            location
-            + [
-                "malformed Pharaoh alignment: expected space-separated source-target index "
-                "pairs such as 0-0 1-2, got line: ",
-                line,
-            ]
-        ),
+    pairs = tf.strings.split(lines)
+    flat_pairs, rows = pairs.flat_values, pairs.value_rowids()
+    num_lines = tf.size(lines, out_type=tf.int64)
+    well_formed = tf.strings.regex_full_match(flat_pairs, _PAIR_PATTERN)
+    safe_pairs = tf.where(well_formed, flat_pairs, "0-0")
+    source_index = tf.strings.to_number(tf.strings.regex_replace(safe_pairs, "-.*", ""), tf.int32)
+    target_index = tf.strings.to_number(tf.strings.regex_replace(safe_pairs, ".*-", ""), tf.int32)
+    out_of_range = (source_index >= tf.gather(num_source_tokens, rows)) | (
+        target_index >= tf.gather(num_target_tokens, rows)
     )
 
+    def _lines_with(pair_flags):
+        counts = tf.math.unsorted_segment_sum(tf.cast(pair_flags, tf.int32), rows, num_lines)
+        return counts > 0
 
-def numbered_lines_preprocessor(preprocessor, alignment_path=None):
-    """Wraps `preprocessor` for `(line_number, source, target[, alignment])` elements.
+    malformed_lines = _lines_with(tf.logical_not(well_formed))
+    out_of_range_lines = _lines_with(well_formed & out_of_range)
+    bad_lines = malformed_lines | out_of_range_lines
+
+    def _fail():
+        first = tf.argmax(tf.cast(bad_lines, tf.int32))
+        reason = tf.where(
+            malformed_lines[first],
+            "malformed Pharaoh alignment: expected space-separated source-target index "
+            "pairs such as 0-0 1-2",
+            tf.strings.join([
+                "alignment index out of range: source indices must be below the ",
+                tf.strings.as_string(num_source_tokens[first]),
+                " source tokens and target indices below the ",
+                tf.strings.as_string(num_target_tokens[first]),
+                " target tokens",
+            ]),
+        )
+        message = tf.strings.join([
+            str(path), ", line ", tf.strings.as_string(line_numbers[first]), ": ", reason,
+            "; got line: ", lines[first],
+        ])
+        check = tf.debugging.Assert(tf.constant(False), [message])
+        with tf.control_dependencies([check]):
+            return tf.constant(False)
+
+    return tf.cond(tf.reduce_any(bad_lines), _fail, lambda: tf.constant(True))
+
+
+def chunk_preprocessor(preprocessor, alignment_path=None):
+    """Wraps `preprocessor` for chunks of `(line_numbers, sources, targets[, alignments])`.
 
     Args:
-        preprocessor: `preprocessor(source, target[, alignment]) -> (features, labels)`.
-        alignment_path: the alignment file the alignment lines come from, or `None` when
-            the elements have no alignment.
+        preprocessor: `preprocessor(sources, targets[, alignments]) -> (features, labels)`
+            on `[B]` strings, padded (a `TranslationPreprocessor`).
+        alignment_path: the file the alignment lines come from, or `None` when the
+            chunks have no alignments.
 
     Returns:
-        A function for `tf.data.Dataset.map` that returns `(features, labels)`; with an
-        alignment file, each alignment line is checked first (`check_alignment_line`).
+        A function for `tf.data.Dataset.map` over chunks that returns padded
+        `(features, labels)` chunks; with an alignment file, the alignment lines are
+        checked first (`check_alignment_lines`).
     """
     if alignment_path is None:
-        return lambda line_number, source, target: preprocessor(source, target)
+        return lambda line_numbers, sources, targets: preprocessor(sources, targets)
 
-    def _preprocess(line_number, source, target, alignment):
-        features, labels = preprocessor(source, target)
-        checked = check_alignment_line(
-            alignment, source_length(features), target_length(labels), alignment_path, line_number
+    def _preprocess(line_numbers, sources, targets, alignments):
+        features, labels = preprocessor(sources, targets)
+        checked = check_alignment_lines(
+            alignments, source_length(features), target_length(labels), alignment_path,
+            line_numbers,
         )
         with tf.control_dependencies([checked]):
-            alignment = tf.identity(alignment)
-        return preprocessor(source, target, alignment)
+            alignments = tf.identity(alignments)
+        return preprocessor(sources, targets, alignments)
 
     return _preprocess

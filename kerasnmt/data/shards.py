@@ -30,7 +30,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from kerasnmt.data.parallel_examples import numbered_lines_preprocessor
+from kerasnmt.data.batching import CHUNK_SIZE, sequence_shape, source_length, target_length
+from kerasnmt.data.parallel_examples import chunk_preprocessor
 from kerasnmt.data.shuffling import index_lines, read_block
 from kerasnmt.data.text_files import CorpusError
 
@@ -54,16 +55,21 @@ def index_file_name(name):
 # --- Schema: how each tensor of (features, labels) is stored in a tf.train.Example. ---
 
 
-def _schema(element_spec):
+def _schema(chunk_spec):
+    """The stored tensors, from the element spec of preprocessed chunks (`[B, ...]`)."""
     schema = []
-    for part, specs in zip(("features", "labels"), element_spec):
+    for part, specs in zip(("features", "labels"), chunk_spec):
         for key, spec in specs.items():
-            rank = spec.shape.rank
-            kind = "float" if spec.dtype.is_floating else "bytes" if spec.dtype == tf.string else "int"
-            if rank not in (0, 1, 2) or (rank == 2 and kind != "float"):
+            rank = spec.shape.rank - 1
+            if rank not in (0, 1, 2) or (rank == 2 and not spec.dtype.is_floating):
                 raise ValueError(f"cannot store {part}[{key!r}] of spec {spec} in a shard")
             schema.append({"name": f"{part}/{key}", "dtype": spec.dtype.name, "rank": rank})
     return schema
+
+
+def _kind(dtype_name):
+    dtype = tf.as_dtype(dtype_name)
+    return "float" if dtype.is_floating else "bytes" if dtype == tf.string else "int"
 
 
 def _feature(kind, values):
@@ -74,76 +80,100 @@ def _feature(kind, values):
     return tf.train.Feature(bytes_list=tf.train.BytesList(value=values))
 
 
-def _kind(dtype_name):
-    dtype = tf.as_dtype(dtype_name)
-    return "float" if dtype.is_floating else "bytes" if dtype == tf.string else "int"
+def serialize_chunk(features, labels, schema):
+    """`tf.train.Example` strings for a chunk of padded `(features, labels)` NumPy arrays.
 
-
-def serialize_example(features, labels, schema):
-    """A `tf.train.Example` string for one `(features, labels)` of NumPy values.
-
-    Scalars and vectors are stored as lists; a matrix (the alignment) as its shape, the
-    flat positions of its non-zero entries and their values.
+    Each example is cut to its own lengths (`sequence_shape`). Scalars and vectors are
+    stored as lists; a matrix (the alignment) as its shape, the flat positions of its
+    non-zero entries and their values. Keys are serialized in sorted order, so the bytes
+    are the same on every run.
     """
     parts = {"features": features, "labels": labels}
-    stored = {}
-    for entry in schema:
-        part, key = entry["name"].split("/", 1)
-        value = np.asarray(parts[part][key])
-        kind = _kind(entry["dtype"])
-        if entry["rank"] == 2:
-            flat = value.reshape(-1)
-            positions = np.flatnonzero(flat)
-            stored[entry["name"] + "/shape"] = _feature("int", list(value.shape))
-            stored[entry["name"] + "/positions"] = _feature("int", positions.tolist())
-            stored[entry["name"] + "/values"] = _feature("float", flat[positions].tolist())
-        else:
-            stored[entry["name"]] = _feature(kind, value.reshape(-1).tolist())
-    example = tf.train.Example(features=tf.train.Features(feature=stored))
-    return example.SerializeToString(deterministic=True)  # Sorted keys: same bytes every run.
+    source_tokens = np.asarray(features["length"]).astype(np.int64)
+    target_tokens = np.asarray(labels["length"]).astype(np.int64) - 1
+    records = []
+    for i in range(len(source_tokens)):
+        stored = {}
+        for entry in schema:
+            part, key = entry["name"].split("/", 1)
+            shape = sequence_shape(part, key, entry["rank"], int(source_tokens[i]), int(target_tokens[i]))
+            value = np.asarray(parts[part][key][i])[tuple(slice(0, size) for size in shape)]
+            if entry["rank"] == 2:
+                flat = value.reshape(-1)
+                positions = np.flatnonzero(flat)
+                stored[entry["name"] + "/shape"] = _feature("int", list(value.shape))
+                stored[entry["name"] + "/positions"] = _feature("int", positions.tolist())
+                stored[entry["name"] + "/values"] = _feature("float", flat[positions].tolist())
+            else:
+                stored[entry["name"]] = _feature(_kind(entry["dtype"]), value.reshape(-1).tolist())
+        example = tf.train.Example(features=tf.train.Features(feature=stored))
+        records.append(example.SerializeToString(deterministic=True))
+    return records
 
 
 def _parse_spec(schema):
     spec = {}
     for entry in schema:
-        kind = _kind(entry["dtype"])
-        stored_dtype = {"int": tf.int64, "float": tf.float32, "bytes": tf.string}[kind]
+        stored_dtype = {"int": tf.int64, "float": tf.float32, "bytes": tf.string}[_kind(entry["dtype"])]
         if entry["rank"] == 0:
             spec[entry["name"]] = tf.io.FixedLenFeature([], stored_dtype)
         elif entry["rank"] == 1:
-            spec[entry["name"]] = tf.io.RaggedFeature(stored_dtype)
+            spec[entry["name"]] = tf.io.RaggedFeature(stored_dtype, row_splits_dtype=tf.int64)
         else:
             spec[entry["name"] + "/shape"] = tf.io.FixedLenFeature([2], tf.int64)
-            spec[entry["name"] + "/positions"] = tf.io.RaggedFeature(tf.int64)
-            spec[entry["name"] + "/values"] = tf.io.RaggedFeature(tf.float32)
+            spec[entry["name"] + "/positions"] = tf.io.RaggedFeature(tf.int64, row_splits_dtype=tf.int64)
+            spec[entry["name"] + "/values"] = tf.io.RaggedFeature(tf.float32, row_splits_dtype=tf.int64)
     return spec
 
 
-def parse_example_fn(schema):
-    """A function mapping one serialized example to `(features, labels)`."""
+def _dense_matrices(shapes, positions, values):
+    """`[B, max rows, max columns]` from each example's shape and non-zero entries."""
+    rows = positions.value_rowids()
+    columns = tf.gather(shapes[:, 1], rows)
+    flat_positions = positions.flat_values
+    indices = tf.stack([rows, flat_positions // columns, flat_positions % columns], axis=1)
+    dense_shape = tf.stack([tf.shape(shapes, out_type=tf.int64)[0], *tf.unstack(
+        tf.reduce_max(tf.concat([shapes, [[0, 0]]], axis=0), axis=0))])
+    return tf.scatter_nd(indices, values.flat_values, dense_shape)
+
+
+def parse_chunk_fn(schema):
+    """A function mapping `[B]` serialized examples to a padded `(features, labels)` chunk."""
     spec = _parse_spec(schema)
 
     def _parse(serialized):
-        stored = tf.io.parse_single_example(serialized, spec)
+        stored = tf.io.parse_example(serialized, spec)
         parts = {"features": {}, "labels": {}}
         for entry in schema:
             part, key = entry["name"].split("/", 1)
             dtype = tf.as_dtype(entry["dtype"])
             if entry["rank"] == 2:
-                shape = stored[entry["name"] + "/shape"]
-                positions = stored[entry["name"] + "/positions"]
-                flat = tf.scatter_nd(
-                    positions[:, tf.newaxis],
+                value = _dense_matrices(
+                    stored[entry["name"] + "/shape"],
+                    stored[entry["name"] + "/positions"],
                     stored[entry["name"] + "/values"],
-                    tf.reshape(tf.reduce_prod(shape), [1]),
                 )
-                value = tf.reshape(flat, tf.cast(shape, tf.int32))
+            elif entry["rank"] == 1:
+                value = stored[entry["name"]].to_tensor("" if dtype == tf.string else 0)
             else:
                 value = stored[entry["name"]]
             parts[part][key] = tf.cast(value, dtype) if value.dtype != dtype else value
         return parts["features"], parts["labels"]
 
     return _parse
+
+
+def _unpad_example(features, labels):
+    """One example of a chunk cut to its own lengths."""
+    source_tokens, target_tokens = source_length(features), target_length(labels)
+    unpadded = []
+    for part, values in (("features", features), ("labels", labels)):
+        unpadded.append({
+            key: value[tuple(slice(0, size) for size in sequence_shape(
+                part, key, value.shape.rank, source_tokens, target_tokens))]
+            for key, value in values.items()
+        })
+    return tuple(unpadded)
 
 
 # --- Writing. ---
@@ -196,17 +226,16 @@ def write_shard(task, preprocessor=None):
         `(shard, number_of_examples)`.
     """
     preprocessor = preprocessor or _worker_preprocessor
-    columns = [read_block(index, task.shard) for index in task.indexes]
+    columns = [np.array(read_block(index, task.shard), dtype=object) for index in task.indexes]
     numbers = np.arange(task.first_line + 1, task.first_line + 1 + len(columns[0]), dtype=np.int64)
     records = []
     if len(numbers):
-        lines = tf.data.Dataset.from_tensor_slices((numbers, *[np.array(c, dtype=object) for c in columns]))
-        preprocess = numbered_lines_preprocessor(preprocessor, task.alignment_path)
-        examples = lines.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
-        schema = _schema(examples.element_spec)
+        lines = tf.data.Dataset.from_tensor_slices((numbers, *columns)).batch(CHUNK_SIZE)
+        chunks = lines.map(chunk_preprocessor(preprocessor, task.alignment_path))
+        schema = _schema(chunks.element_spec)
         try:
-            for features, labels in examples.as_numpy_iterator():
-                records.append(serialize_example(features, labels, schema))
+            for features, labels in chunks.as_numpy_iterator():
+                records.extend(serialize_chunk(features, labels, schema))
         except tf.errors.InvalidArgumentError as error:
             raise CorpusError(_assertion_message(error)) from None
     if task.seed is not None:
@@ -229,12 +258,12 @@ def _write_in_process(task):
     return write_shard(task)
 
 
-def _element_spec(preprocessor, with_alignment):
+def _chunk_spec(preprocessor, with_alignment):
     lines = tf.data.Dataset.from_tensors(
-        (tf.constant(1, tf.int64),) + (tf.constant(""),) * (3 if with_alignment else 2)
+        (tf.constant([1], tf.int64),) + (tf.constant([""]),) * (3 if with_alignment else 2)
     )
-    preprocess = numbered_lines_preprocessor(preprocessor, "alignment" if with_alignment else None)
-    return lines.map(preprocess).element_spec
+    alignment_path = "alignment" if with_alignment else None
+    return lines.map(chunk_preprocessor(preprocessor, alignment_path)).element_spec
 
 
 def plan_shards(
@@ -298,7 +327,7 @@ def plan_shards(
              "num_examples": end - start}
             for shard, (start, end) in enumerate(ranges)
         ],
-        "schema": _schema(_element_spec(preprocessor, alignment_file is not None)),
+        "schema": _schema(_chunk_spec(preprocessor, alignment_file is not None)),
     }
     return tasks, index, index_path
 
@@ -496,4 +525,7 @@ def read_shards(index, num_parallel_calls=tf.data.AUTOTUNE, **kwargs):
     [([3, 4], [4, 2]), ([4], [3, 3, 2])]
     """
     records, _, index = shard_records(index, **kwargs)
-    return records.map(parse_example_fn(index["schema"]), num_parallel_calls=num_parallel_calls)
+    chunks = records.batch(CHUNK_SIZE).map(
+        parse_chunk_fn(index["schema"]), num_parallel_calls=num_parallel_calls
+    )
+    return chunks.unbatch().map(_unpad_example)

@@ -5,8 +5,9 @@ From parallel text files (or sharded TFRecord corpora, see `kerasnmt.data.shards
 1. read the files line by line, zipped; files of different lengths are an error;
 2. shard across workers (`num_shards`, `shard_index`), then shuffle by
    `sample_buffer_size` (see `kerasnmt.data.shuffling`);
-3. map each `(source, target[, alignment])` line through the model's
-   `TranslationPreprocessor` into `(features, labels)`;
+3. map the `(source, target[, alignment])` lines through the model's
+   `TranslationPreprocessor` into `(features, labels)` (a chunk of lines at a time, see
+   `kerasnmt.data.batching`; shards are parsed a chunk at a time);
 4. keep `0 < length <= maximum_features_length` / `maximum_labels_length` (tokens,
    before `<s>`/`</s>`);
 5. bucket by length and batch (`kerasnmt.data.batching`);
@@ -21,15 +22,15 @@ of ending at once or hanging in `repeat()`.
 import tensorflow as tf
 
 from kerasnmt.data.batching import (
-    batch_sequence_dataset,
-    filter_examples_by_length,
+    CHUNK_SIZE,
+    batch_keyed_examples,
+    filter_chunks_by_length,
     filter_irregular_batches,
-    source_length,
-    target_length,
+    keyed_examples,
 )
 from kerasnmt.data.empty_check import fail_if_empty
-from kerasnmt.data.parallel_examples import numbered_lines_preprocessor
-from kerasnmt.data.shards import parse_example_fn, shard_records
+from kerasnmt.data.parallel_examples import chunk_preprocessor
+from kerasnmt.data.shards import parse_chunk_fn, shard_records
 from kerasnmt.data.shuffling import shuffled_parallel_lines
 
 AUTOTUNE = tf.data.AUTOTUNE
@@ -57,7 +58,31 @@ def _limits_description(maximum_features_length, maximum_labels_length, num_repl
     return text
 
 
-def _batch_examples(
+def _batch_chunks(
+    chunks,
+    batch_size,
+    batch_type,
+    batch_size_multiple,
+    length_bucket_width,
+    maximum_features_length,
+    maximum_labels_length,
+    pad_to_bucket_boundary,
+    num_replicas,
+    what,
+):
+    """Filter, bucket, batch, drop irregular batches, and fail if nothing is left."""
+    if num_replicas < 1:
+        raise ValueError(f"num_replicas must be at least 1, got {num_replicas}")
+    chunks = chunks.apply(filter_chunks_by_length(maximum_features_length, maximum_labels_length))
+    examples = chunks.apply(keyed_examples(length_bucket_width))
+    return _batch_keyed(
+        examples, batch_size, batch_type, batch_size_multiple, length_bucket_width,
+        maximum_features_length, maximum_labels_length, pad_to_bucket_boundary, num_replicas,
+        what,
+    )
+
+
+def _batch_keyed(
     examples,
     batch_size,
     batch_type,
@@ -68,16 +93,9 @@ def _batch_examples(
     pad_to_bucket_boundary,
     num_replicas,
     what,
-    filter_lengths=True,
 ):
-    if num_replicas < 1:
-        raise ValueError(f"num_replicas must be at least 1, got {num_replicas}")
-    if filter_lengths:
-        examples = examples.apply(
-            filter_examples_by_length(maximum_features_length, maximum_labels_length)
-        )
     batches = examples.apply(
-        batch_sequence_dataset(
+        batch_keyed_examples(
             batch_size * num_replicas,
             batch_type=batch_type,
             batch_size_multiple=batch_size_multiple * num_replicas,
@@ -154,9 +172,9 @@ def make_training_batches(
             "make_training_batches expects (source, target) or (source, target, alignment) "
             f"elements, got {dataset.element_spec}"
         )
-    examples = dataset.map(preprocessor, num_parallel_calls=num_parallel_calls)
-    return _batch_examples(
-        examples,
+    chunks = dataset.batch(CHUNK_SIZE).map(preprocessor, num_parallel_calls=num_parallel_calls)
+    return _batch_chunks(
+        chunks,
         batch_size,
         batch_type,
         batch_size_multiple,
@@ -177,7 +195,7 @@ def _as_list(value):
     return [value]
 
 
-def _text_corpus_examples(
+def _text_corpus_chunks(
     source_file, target_file, alignment_file, preprocessor, sample_buffer_size, seed,
     num_shards, shard_index, num_parallel_calls,
 ):
@@ -185,12 +203,12 @@ def _text_corpus_examples(
     lines, num_lines = shuffled_parallel_lines(
         paths, sample_buffer_size, seed=seed, num_shards=num_shards, shard_index=shard_index
     )
-    preprocess = numbered_lines_preprocessor(preprocessor, alignment_file)
-    examples = lines.map(preprocess, num_parallel_calls=num_parallel_calls)
-    return examples, num_lines, f"{source_file} and {target_file}"
+    preprocess = chunk_preprocessor(preprocessor, alignment_file)
+    chunks = lines.batch(CHUNK_SIZE).map(preprocess, num_parallel_calls=num_parallel_calls)
+    return chunks, num_lines, f"{source_file} and {target_file}"
 
 
-def _shards_corpus_examples(
+def _shards_corpus_chunks(
     shards, sample_buffer_size, seed, num_shards, shard_index, num_parallel_calls
 ):
     if sample_buffer_size is None:
@@ -205,8 +223,10 @@ def _shards_corpus_examples(
     if sample_buffer_size != 0 and num_examples > 0:
         buffer_size = num_examples if sample_buffer_size < 0 else min(sample_buffer_size, num_examples)
         records = records.shuffle(buffer_size, seed=seed)
-    examples = records.map(parse_example_fn(index["schema"]), num_parallel_calls=num_parallel_calls)
-    return examples, index["num_examples"], f"the shards of {index['directory']}"
+    chunks = records.batch(CHUNK_SIZE).map(
+        parse_chunk_fn(index["schema"]), num_parallel_calls=num_parallel_calls
+    )
+    return chunks, index["num_examples"], f"the shards of {index['directory']}"
 
 
 def sampling_probabilities(weights, sizes):
@@ -330,7 +350,7 @@ def training_dataset(
         if source_file is not None or target_file is not None or alignment_file is not None:
             raise ValueError("give either shards or text files, not both")
         corpora = [
-            _shards_corpus_examples(
+            _shards_corpus_chunks(
                 index, sample_buffer_size, seed, num_shards, shard_index, num_parallel_calls
             )
             for index in _as_list(shards)
@@ -347,7 +367,7 @@ def training_dataset(
                 f"{len(alignments)} alignment files"
             )
         corpora = [
-            _text_corpus_examples(
+            _text_corpus_chunks(
                 source, target, alignment, preprocessor, sample_buffer_size, seed,
                 num_shards, shard_index, num_parallel_calls,
             )
@@ -364,8 +384,8 @@ def training_dataset(
         num_replicas=num_replicas,
     )
     if len(corpora) == 1:
-        examples, _, what = corpora[0]
-        dataset = _batch_examples(examples, what=what, **batching)
+        chunks, _, what = corpora[0]
+        dataset = _batch_chunks(chunks, what=what, **batching)
         if repeat:
             dataset = dataset.repeat()
         return dataset.prefetch(prefetch_buffer_size)
@@ -374,12 +394,12 @@ def training_dataset(
     probabilities = sampling_probabilities(train_files_weights, [size for _, size, _ in corpora])
     limits = _limits_description(maximum_features_length, maximum_labels_length, 1)
     streams = []
-    for examples, _, what in corpora:
-        examples = examples.apply(
-            filter_examples_by_length(maximum_features_length, maximum_labels_length)
+    for chunks, _, what in corpora:
+        chunks = chunks.apply(
+            filter_chunks_by_length(maximum_features_length, maximum_labels_length)
         )
-        examples = fail_if_empty(examples, f"no training example left in {what}: {limits}")
-        streams.append(examples.repeat())
+        chunks = fail_if_empty(chunks, f"no training example left in {what}: {limits}")
+        streams.append(chunks.repeat().apply(keyed_examples(length_bucket_width)))
     examples = tf.data.Dataset.sample_from_datasets(streams, weights=probabilities, seed=seed)
-    dataset = _batch_examples(examples, what="the training corpora", filter_lengths=False, **batching)
+    dataset = _batch_keyed(examples, what="the training corpora", **batching)
     return dataset.prefetch(prefetch_buffer_size)

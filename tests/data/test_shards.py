@@ -12,7 +12,6 @@ import time
 import pytest
 import tensorflow as tf
 
-from kerasnmt.data.parallel_examples import numbered_lines_preprocessor
 from kerasnmt.data.shards import (
     ShardsError,
     load_shards_index,
@@ -67,10 +66,11 @@ def _as_lists(example):
 
 
 def _text_examples(corpus, preprocessor, with_alignment=False):
+    """The preprocessor called on each line pair, one example at a time."""
     paths = [corpus["en"], corpus["de"]] + ([corpus["align"]] if with_alignment else [])
     lines, _ = shuffled_parallel_lines(paths, 0)
-    preprocess = numbered_lines_preprocessor(preprocessor, corpus["align"] if with_alignment else None)
-    return [_as_lists(example) for example in lines.map(preprocess).as_numpy_iterator()]
+    examples = lines.map(lambda line_number, *texts: preprocessor(*texts))
+    return [_as_lists(example) for example in examples.as_numpy_iterator()]
 
 
 def _digests(directory):
