@@ -15,10 +15,12 @@ import inspect
 import sys
 
 from kerasnmt.data.sentencepiece_trainer import MODEL_TYPES, train_sentencepiece
+from kerasnmt.data.shards import write_shards
 from kerasnmt.data.text_files import ERROR_POLICIES
 from kerasnmt.data.vocabulary import load_vocabulary, save_vocabulary
 from kerasnmt.data.vocabulary_builder import build_vocabulary
 from kerasnmt.evaluation import BLEU_TOKENIZERS, score_files
+from kerasnmt.layers import SentencePieceTokenizer, TranslationPreprocessor, WhitespaceTokenizer
 
 PROGRAM = "kerasnmt"
 BAD_INPUT_STATUS = 2
@@ -195,6 +197,70 @@ def evaluate(parser):
         print(score_files(
             args.hypotheses, args.references, lowercase=args.lowercase, tokenize=args.tokenize
         ))
+
+    return run
+
+
+@subcommand
+def prepare(parser):
+    """Tokenize and look up a parallel corpus once, into sharded TFRecord files.
+
+    Runs the model's preprocessing (SentencePiece or whitespace tokenization, then the
+    vocabulary lookup) over SOURCE and TARGET (and --alignments) and writes
+    OUTPUT_DIR/NAME-00000-of-00016.tfrecord ... of tf.train.Example, plus
+    OUTPUT_DIR/NAME.index.json, which training reads instead of the text
+    (kerasnmt.data.training_dataset(shards=...)). Shard k holds the k-th slice of the
+    corpus lines; --seed shuffles the examples inside each shard. The files are the
+    same whatever --num-processes, and each run with the same seed writes the same
+    bytes. Shards are written under temporary names and renamed when complete, and the
+    index last: an interrupted run leaves no index, so no half-written corpus is read.
+    """
+    parser.add_argument("source", metavar="SOURCE", help="source text, one sentence a line")
+    parser.add_argument("target", metavar="TARGET", help="target text, line-aligned with SOURCE")
+    parser.add_argument("--output-dir", "-o", required=True, help="where to write the shards")
+    parser.add_argument("--name", default="train", help="file name prefix (default: %(default)s)")
+    parser.add_argument("--alignments", metavar="FILE", help="Pharaoh alignments of the pairs")
+    parser.add_argument("--source-vocabulary", required=True, help="OpenNMT-format vocabulary")
+    parser.add_argument("--target-vocabulary", required=True, help="OpenNMT-format vocabulary")
+    parser.add_argument(
+        "--source-sentencepiece", metavar="MODEL",
+        help="SentencePiece model for the source (default: split on whitespace)",
+    )
+    parser.add_argument(
+        "--target-sentencepiece", metavar="MODEL",
+        help="SentencePiece model for the target (default: split on whitespace)",
+    )
+    parser.add_argument(
+        "--num-shards", type=positive_int, default=16, help="shard files (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--num-processes", type=positive_int, default=1,
+        help="worker processes (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0,
+        help="seed of the shuffle inside each shard (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--no-shuffle", action="store_true", help="keep the corpus order inside each shard"
+    )
+
+    def run(args):
+        def tokenizer(model):
+            return SentencePieceTokenizer(model) if model else WhitespaceTokenizer()
+
+        preprocessor = TranslationPreprocessor(
+            tokenizer(args.source_sentencepiece),
+            tokenizer(args.target_sentencepiece),
+            args.source_vocabulary,
+            args.target_vocabulary,
+        )
+        index = write_shards(
+            args.source, args.target, preprocessor, args.output_dir, name=args.name,
+            alignment_file=args.alignments, num_shards=args.num_shards,
+            num_processes=args.num_processes, seed=None if args.no_shuffle else args.seed,
+        )
+        print(f"wrote {args.num_shards} shards and {index}")
 
     return run
 

@@ -1,0 +1,49 @@
+"""`kerasnmt prepare`: shards from the command line, and its bad-input errors."""
+
+import tensorflow as tf
+
+from kerasnmt.cli import main
+from kerasnmt.data.shards import load_shards_index, read_shards
+from kerasnmt.data.vocabulary import save_vocabulary
+
+
+def _files(tmp_path, source_lines, target_lines):
+    source, target = tmp_path / "train.src", tmp_path / "train.tgt"
+    source.write_text("".join(line + "\n" for line in source_lines))
+    target.write_text("".join(line + "\n" for line in target_lines))
+    save_vocabulary(["<blank>", "<s>", "</s>", "a", "b"], str(tmp_path / "vocab.src"))
+    save_vocabulary(["<blank>", "<s>", "</s>", "x", "y"], str(tmp_path / "vocab.tgt"))
+    return [
+        str(source), str(target),
+        "--source-vocabulary", str(tmp_path / "vocab.src"),
+        "--target-vocabulary", str(tmp_path / "vocab.tgt"),
+    ]
+
+
+def test_prepare_writes_shards_of_ids(tmp_path, capsys):
+    arguments = _files(tmp_path, ["a b", "b", "a a a"], ["x", "y x", "q"])
+    status = main(
+        ["prepare", *arguments, "-o", str(tmp_path / "shards"), "--name", "corpus",
+         "--num-shards", "2", "--no-shuffle"]
+    )
+    assert status == 0
+    assert "wrote 2 shards" in capsys.readouterr().out
+    index = load_shards_index(str(tmp_path / "shards" / "corpus.index.json"))
+    assert [shard["num_examples"] for shard in index["shards"]] == [1, 2]
+    examples = [
+        tf.nest.map_structure(lambda v: v.tolist(), example)
+        for example in read_shards(str(tmp_path / "shards")).as_numpy_iterator()
+    ]
+    # "q" is not in the target vocabulary: the unknown id is 5, the vocabulary size.
+    assert [(f["ids"], l["ids_out"]) for f, l in examples] == [
+        ([3, 4], [3, 2]), ([4], [4, 3, 2]), ([3, 3, 3], [5, 2])
+    ]
+
+
+def test_prepare_reports_mismatched_files_in_one_line(tmp_path, capsys):
+    arguments = _files(tmp_path, ["a", "b", "a"], ["x", "y"])
+    status = main(["prepare", *arguments, "-o", str(tmp_path / "shards")])
+    assert status == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("kerasnmt prepare: error:") and "\n" not in error
+    assert "train.src has 3 lines but" in error and "train.tgt has 2" in error
