@@ -226,18 +226,19 @@ def write_shard(task, preprocessor=None):
         `(shard, number_of_examples)`.
     """
     preprocessor = preprocessor or _worker_preprocessor
+    preprocess, schema = _compiled_preprocessor(preprocessor, task.alignment_path)
     columns = [np.array(read_block(index, task.shard), dtype=object) for index in task.indexes]
     numbers = np.arange(task.first_line + 1, task.first_line + 1 + len(columns[0]), dtype=np.int64)
     records = []
-    if len(numbers):
-        lines = tf.data.Dataset.from_tensor_slices((numbers, *columns)).batch(CHUNK_SIZE)
-        chunks = lines.map(chunk_preprocessor(preprocessor, task.alignment_path))
-        schema = _schema(chunks.element_spec)
+    for start in range(0, len(numbers), CHUNK_SIZE):
+        chunk = [numbers[start : start + CHUNK_SIZE]]
+        chunk += [column[start : start + CHUNK_SIZE].astype(bytes) for column in columns]
         try:
-            for features, labels in chunks.as_numpy_iterator():
-                records.extend(serialize_chunk(features, labels, schema))
+            features, labels = preprocess(*chunk)
         except tf.errors.InvalidArgumentError as error:
             raise CorpusError(_assertion_message(error)) from None
+        features, labels = tf.nest.map_structure(lambda t: t.numpy(), (features, labels))
+        records.extend(serialize_chunk(features, labels, schema))
     if task.seed is not None:
         order = np.random.default_rng([task.seed, task.shard]).permutation(len(records))
         records = [records[i] for i in order]
@@ -256,6 +257,24 @@ def _assertion_message(error):
 
 def _write_in_process(task):
     return write_shard(task)
+
+
+_compiled = {}
+
+
+def _compiled_preprocessor(preprocessor, alignment_path):
+    """`chunk_preprocessor` as a `tf.function` traced once per process, and the schema."""
+    key = (id(preprocessor), alignment_path)
+    if key not in _compiled:
+        signature = [tf.TensorSpec([None], tf.int64)] + [tf.TensorSpec([None], tf.string)] * (
+            3 if alignment_path else 2
+        )
+        function = tf.function(chunk_preprocessor(preprocessor, alignment_path), input_signature=signature)
+        chunk_spec = tf.nest.map_structure(
+            lambda t: tf.TensorSpec(t.shape, t.dtype), function.get_concrete_function().structured_outputs
+        )
+        _compiled[key] = (function, _schema(chunk_spec), preprocessor)
+    return _compiled[key][:2]
 
 
 def _chunk_spec(preprocessor, with_alignment):
