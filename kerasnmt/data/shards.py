@@ -25,6 +25,7 @@ name, and no index: `read_shards` refuses the directory until a run completes.
 import json
 import multiprocessing
 import os
+import re
 
 import keras
 import numpy as np
@@ -191,7 +192,7 @@ def _write_atomically(path, records):
     os.replace(temporary, path)
 
 
-class _ShardTask:
+class ShardTask:
     """What a worker needs to write one shard; plain data, so it pickles for any process."""
 
     def __init__(self, shard, num_shards, first_line, indexes, alignment_path, output_path, seed):
@@ -219,7 +220,7 @@ def write_shard(task, preprocessor=None):
     Apache Beam pipeline (`kerasnmt.data.beam_shards`).
 
     Args:
-        task: a `_ShardTask` (which lines, where to write, the seed).
+        task: a `ShardTask` (which lines, where to write, the seed).
         preprocessor: the preprocessor; `None` in a worker process, which loaded it.
 
     Returns:
@@ -277,14 +278,6 @@ def _compiled_preprocessor(preprocessor, alignment_path):
     return _compiled[key][:2]
 
 
-def _chunk_spec(preprocessor, with_alignment):
-    lines = tf.data.Dataset.from_tensors(
-        (tf.constant([1], tf.int64),) + (tf.constant([""]),) * (3 if with_alignment else 2)
-    )
-    alignment_path = "alignment" if with_alignment else None
-    return lines.map(chunk_preprocessor(preprocessor, alignment_path)).element_spec
-
-
 def plan_shards(
     source_file, target_file, preprocessor, output_dir, name, alignment_file=None,
     num_shards=16, seed=0,
@@ -292,8 +285,8 @@ def plan_shards(
     """Indexes the corpus and returns one task a shard, plus the index to write.
 
     The first half of `write_shards`, shared with the Beam pipeline: counts and checks
-    the files, records the byte offset of each shard's first line, removes any previous
-    index and temporary files of `name`, and describes the examples (the schema).
+    the files, records the byte offset of each shard's first line, removes the previous
+    index, shards and temporary files of `name`, and describes the examples (the schema).
 
     Returns:
         `(tasks, index, index_path)`.
@@ -317,11 +310,13 @@ def plan_shards(
     index_path = os.path.join(output_dir, index_file_name(name))
     if os.path.exists(index_path):
         os.remove(index_path)  # Readers must not trust shards that are being rewritten.
+    # Temporary files of killed runs, and shards of earlier runs with another count.
+    leftover = re.compile(re.escape(name) + r"-\d{5}-of-\d{5}\.tfrecord(\.tmp-\d+)?")
     for file_name in os.listdir(output_dir):
-        if file_name.startswith(f"{name}-") and ".tfrecord.tmp-" in file_name:
+        if leftover.fullmatch(file_name):
             os.remove(os.path.join(output_dir, file_name))
     tasks = [
-        _ShardTask(
+        ShardTask(
             shard,
             num_shards,
             start,
@@ -346,7 +341,7 @@ def plan_shards(
              "num_examples": end - start}
             for shard, (start, end) in enumerate(ranges)
         ],
-        "schema": _schema(_chunk_spec(preprocessor, alignment_file is not None)),
+        "schema": _compiled_preprocessor(preprocessor, alignment_file)[1],
     }
     return tasks, index, index_path
 

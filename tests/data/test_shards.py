@@ -190,6 +190,18 @@ def test_missing_index_or_shard_is_an_error(corpus, preprocessor, tmp_path):
         read_shards(index)
 
 
+def test_rewriting_a_directory_replaces_its_shards(corpus, preprocessor, tmp_path):
+    output = tmp_path / "shards"
+    write_shards(corpus["en"], corpus["de"], preprocessor, str(output), num_shards=4)
+    (output / "train-00001-of-00002.tfrecord.tmp-123").write_bytes(b"partial")
+    (output / "notes.txt").write_text("kept")
+    write_shards(corpus["en"], corpus["de"], preprocessor, str(output), num_shards=2)
+    assert sorted(os.listdir(output)) == [
+        "notes.txt", "train-00000-of-00002.tfrecord", "train-00001-of-00002.tfrecord",
+        "train.index.json",
+    ]
+
+
 _SLOW_WRITER = """
 import sys, time
 import tensorflow as tf
