@@ -78,9 +78,10 @@ class TransformerEncoder(keras.layers.Layer):
             SinusoidalPositionEncoding(dtype=policy) if maximum_relative_position is None else None
         )
         self.input_dropout = keras.layers.Dropout(dropout, dtype=policy)
-        self.transformer_layers = [
-            self._make_layer(dtype=policy, name=f"layer_{i}") for i in range(num_layers)
-        ]
+        # One attribute per layer, not a list: TensorFlow checkpoints (tf.train.Checkpoint)
+        # do not follow Keras' tracked lists.
+        for i in range(num_layers):
+            setattr(self, f"layer_{i}", self._make_layer(dtype=policy, name=f"layer_{i}"))
         self.output_norm = (
             keras.layers.LayerNormalization(
                 epsilon=LAYER_NORM_EPSILON, dtype=policy, name="output_norm"
@@ -88,6 +89,11 @@ class TransformerEncoder(keras.layers.Layer):
             if pre_norm
             else None
         )
+
+    @property
+    def transformer_layers(self):
+        """The `num_layers` layers, first to last."""
+        return [getattr(self, f"layer_{i}") for i in range(self.num_layers)]
 
     def _make_layer(self, **kwargs):
         return TransformerEncoderLayer(

@@ -1,10 +1,11 @@
+import doctest
 import math
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from kerasnmt.layers import RelativeMultiHeadAttention
+from kerasnmt.layers import RelativeMultiHeadAttention, relative_multi_head_attention
 from tests.layer_test_helper import run_layer_test
 
 
@@ -140,3 +141,8 @@ def test_run_layer_test_cross_attention():
         call_kwargs=dict(return_attention_scores=True),
         atol=1e-5,
     )
+
+
+def test_docstring_examples():
+    results = doctest.testmod(relative_multi_head_attention, raise_on_error=False)
+    assert results.attempted > 0 and results.failed == 0

@@ -1,8 +1,10 @@
+import doctest
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from kerasnmt.layers import TransformerDecoder, TransformerEncoder
+from kerasnmt.layers import TransformerDecoder, TransformerEncoder, transformer_decoder
 from tests.layer_test_helper import run_layer_test
 
 
@@ -67,3 +69,22 @@ def test_cache_is_batch_major_and_reorderable():
     outputs, _, _ = decoder.decode_step(tf.gather(targets[:, 1], order), 1, reordered,
                                         tf.gather(mask, order))
     np.testing.assert_allclose(outputs, tf.gather(expected, order), atol=1e-6)
+
+
+def test_docstring_examples():
+    results = doctest.testmod(transformer_decoder, raise_on_error=False)
+    assert results.attempted > 0 and results.failed == 0
+
+
+def test_tensorflow_checkpoint_holds_every_layer(tmp_path):
+    """tf.train.Checkpoint reaches the weights of every layer of the stack."""
+    arguments = dict(num_layers=2, num_units=8, num_heads=2, ffn_inner_dim=16,
+                     maximum_relative_position=3)
+    saved, restored = TransformerDecoder(**arguments), TransformerDecoder(**arguments)
+    saved.build((None, None, 8))
+    restored.build((None, None, 8))
+    path = tf.train.Checkpoint(decoder=saved).save(str(tmp_path / "ckpt"))
+    tf.train.Checkpoint(decoder=restored).restore(path).assert_consumed()
+    assert len(saved.weights) == len(restored.weights) > 0
+    for a, b in zip(saved.weights, restored.weights):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
