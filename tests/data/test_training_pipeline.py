@@ -157,6 +157,23 @@ def test_alignments_become_target_by_source_matrices(tmp_path, preprocessor):
     ]
 
 
+def test_pad_to_bucket_boundary_gives_one_shape_a_bucket(tmp_path, preprocessor):
+    source, target = _corpus(tmp_path, ["a b c", "d", "a b c d a"], ["x y", "z", "x"])
+    alignment = _write(tmp_path / "train.align", ["0-0 2-1", "0-0", "4-0"])
+    dataset = training_dataset(
+        source, target, preprocessor, alignment, batch_size=4, length_bucket_width=4,
+        pad_to_bucket_boundary=True, sample_buffer_size=0, repeat=False,
+    )
+    shapes = sorted(
+        (len(f["ids"][0]), len(l["ids"][0]), len(l["alignment"][0]), len(l["alignment"][0][0]),
+         len(f["ids"]))
+        for f, l in _batches(dataset)
+    )
+    # Bucket 0 (lengths 1-4) pads to 4 source positions, 5 target ids, a 4x4 alignment;
+    # bucket 1 (5-8) to 8, 9 and 8x8.
+    assert shapes == [(4, 5, 4, 4, 2), (8, 9, 8, 8, 1)]
+
+
 @pytest.mark.parametrize(
     "bad_line, reason",
     [("0-0 1-x", "malformed Pharaoh alignment"), ("0-0 3-1", "out of range"),
