@@ -1,0 +1,90 @@
+"""Saves the model and optimizer every N steps, keeps the last K, resumes from the latest."""
+
+import os
+
+import keras
+import tensorflow as tf
+
+from kerasnmt.training.non_finite_loss import check_finite_loss
+
+
+def training_checkpoint(model):
+    """The `tf.train.Checkpoint` of a compiled model: its weights and its optimizer state."""
+    optimizer = model.optimizer
+    if not optimizer.built:
+        optimizer.build(model.trainable_variables)
+    return tf.train.Checkpoint(model=model, optimizer=optimizer)
+
+
+class CheckpointCallback(keras.callbacks.Callback):
+    """Checkpoints training every `save_every_steps` optimizer steps and resumes from the latest.
+
+    At the start of `fit`, the latest checkpoint of `directory` (if any) is restored: the
+    weights and the optimizer state, including its step counter, so a run killed at any
+    point continues from the step of its last checkpoint (the learning rate schedule with
+    it). A checkpoint is written when the optimizer step is a multiple of
+    `save_every_steps` and at the end of training; only the last `keep_checkpoints` are
+    kept. A batch whose loss is NaN or infinite raises `NonFiniteLossError` without saving,
+    so the last checkpoint on disk is always a good one.
+
+    Files are `tf.train.CheckpointManager` checkpoints (`ckpt-STEP.index`, `.data-*`, and a
+    `checkpoint` state file); `average_checkpoints` reads them.
+
+    Args:
+        directory: where checkpoints go (created if missing).
+        save_every_steps: the interval, in optimizer steps (weight updates).
+        keep_checkpoints: how many recent checkpoints to keep.
+        restore: restore the latest checkpoint at the start of training.
+
+    Example:
+    >>> callback = CheckpointCallback("/tmp/run", save_every_steps=500, keep_checkpoints=4)
+    >>> callback.save_every_steps, callback.keep_checkpoints
+    (500, 4)
+
+    Reference:
+        [`tf.train.CheckpointManager`](https://www.tensorflow.org/api_docs/python/tf/train/CheckpointManager);
+        OpenNMT-tf's `save_checkpoints_steps` and `keep_checkpoint_max`.
+    """
+
+    def __init__(self, directory, save_every_steps=5000, keep_checkpoints=8, restore=True):
+        super().__init__()
+        if save_every_steps < 1 or keep_checkpoints < 1:
+            raise ValueError(
+                "CheckpointCallback: save_every_steps and keep_checkpoints must be at least 1, "
+                f"got {save_every_steps} and {keep_checkpoints}"
+            )
+        self.directory = os.fspath(directory)
+        self.save_every_steps = save_every_steps
+        self.keep_checkpoints = keep_checkpoints
+        self.restore = restore
+        self.manager = None
+        self.restored_step = None
+        self._last_saved_step = None
+
+    def _step(self):
+        return int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+
+    def on_train_begin(self, logs=None):
+        checkpoint = training_checkpoint(self.model)
+        self.manager = tf.train.CheckpointManager(
+            checkpoint, self.directory, max_to_keep=self.keep_checkpoints
+        )
+        if self.restore and self.manager.latest_checkpoint:
+            checkpoint.restore(self.manager.latest_checkpoint).assert_existing_objects_matched()
+            self.restored_step = self._step()
+            self._last_saved_step = self.restored_step
+            print(f"Restored {self.manager.latest_checkpoint} (step {self.restored_step})")
+
+    def _save(self, step):
+        if step != self._last_saved_step:
+            self.manager.save(checkpoint_number=step)
+            self._last_saved_step = step
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = self._step()
+        check_finite_loss(logs, step)
+        if step > 0 and step % self.save_every_steps == 0:
+            self._save(step)
+
+    def on_train_end(self, logs=None):
+        self._save(self._step())
