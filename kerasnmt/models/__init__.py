@@ -1,0 +1,5 @@
+"""Models of kerasnmt."""
+
+from kerasnmt.models.translator import Translator
+
+__all__ = ["Translator"]

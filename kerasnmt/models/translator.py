@@ -1,0 +1,592 @@
+"""The translation model users fit, evaluate (and later translate with and export)."""
+
+import math
+import warnings
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from kerasnmt.data.training_pipeline import make_training_batches
+from kerasnmt.layers.transformer_decoder import TransformerDecoder
+from kerasnmt.layers.transformer_encoder import TransformerEncoder
+from kerasnmt.training.losses import (
+    GUIDED_ALIGNMENT_TYPES,
+    cross_entropy_sequence_loss,
+    guided_alignment_cost,
+)
+from kerasnmt.training.noam_decay import NoamDecay
+from kerasnmt.training.non_finite_loss import StopOnNonFiniteLoss
+from kerasnmt.training.perplexity import Perplexity
+
+# OpenNMT-tf's embeddings sharing levels (`EmbeddingsSharingLevel`), by name and number.
+SHARE_EMBEDDINGS = ("none", "source_target_input", "target", "all")
+
+
+def _sharing_level(share_embeddings):
+    if isinstance(share_embeddings, int) and 0 <= share_embeddings < len(SHARE_EMBEDDINGS):
+        return SHARE_EMBEDDINGS[share_embeddings]
+    if share_embeddings in SHARE_EMBEDDINGS:
+        return share_embeddings
+    raise ValueError(
+        f"Translator: share_embeddings must be one of {SHARE_EMBEDDINGS} (or 0-3), "
+        f"got {share_embeddings!r}"
+    )
+
+
+def _is_string_spec(spec):
+    return isinstance(spec, tf.TensorSpec) and spec.dtype == tf.string
+
+
+def model_data(features, labels):
+    """Batched `(features, labels)` of the preprocessor -> the model's `(x, y)`.
+
+    `x = {"source_ids", "source_length", "target_ids"}` and
+    `y = {"ids_out", "length"[, "alignment"]}`, int32 (float32 alignment); string
+    components (`"tokens"`) are left out, so none reaches the train step. Map it over a
+    dataset of batches to use `train_on_batch` or a custom loop.
+    """
+    x = {
+        "source_ids": tf.cast(features["ids"], tf.int32),
+        "source_length": tf.cast(features["length"], tf.int32),
+        "target_ids": tf.cast(labels["ids"], tf.int32),
+    }
+    y = {
+        "ids_out": tf.cast(labels["ids_out"], tf.int32),
+        "length": tf.cast(labels["length"], tf.int32),
+    }
+    if "alignment" in labels:
+        y["alignment"] = tf.cast(labels["alignment"], tf.float32)
+    return x, y
+
+
+@keras.saving.register_keras_serializable(package="kerasnmt")
+class Translator(keras.Model):
+    """A Transformer translation model (OpenNMT-tf's `Transformer`), trained on raw text.
+
+    The model owns its `TranslationPreprocessor`, so `fit` and `evaluate` take raw strings:
+    NumPy arrays or tensors of sentences (`fit(x=sources, y=targets)`), or a `tf.data`
+    dataset of `(source, target)` (or `(source, target, alignment)`) strings. The strings
+    are preprocessed, length-bucketed and batched inside `tf.data`
+    (`kerasnmt.data.make_training_batches`), so only integer tensors reach the compiled
+    train step (`compile(jit_compile=True)` works, so do TPUs). Datasets of batched
+    `(features, labels)` from the kerasnmt data pipeline (text files or TFRecord shards)
+    are accepted too.
+
+    Architecture: source and target embeddings (shared per `share_embeddings`), a
+    `TransformerEncoder`, a `TransformerDecoder` and a projection to target vocabulary logits
+    (the transposed target embeddings when shared). With `maximum_relative_position` the
+    self-attention uses relative position representations; with `None`, sinusoidal
+    absolute positions.
+
+    Loss: OpenNMT-tf's. The label-smoothed cross-entropy is summed over the target tokens
+    (padding masked); when the labels carry an alignment and `guided_alignment_type` is
+    set, the guided alignment cost (first head of the last decoder layer's attention, every
+    step but the one predicting `</s>`) is added to that sum; the total is divided by the
+    number of target tokens. Evaluation uses the plain cross-entropy. Metrics: token
+    `accuracy` and `perplexity`.
+
+    Model inputs (what `call` takes, after preprocessing): `{"source_ids": [B, S],
+    "source_length": [B], "target_ids": [B, T]}`; outputs `{"logits": [B, T, V],
+    "attention": [B, T, S]}`.
+
+    Args:
+        preprocessor: a `kerasnmt.layers.TranslationPreprocessor`; its vocabularies set the
+            embedding sizes (`len(vocabulary) + 1` ids).
+        num_layers: layers of the encoder and the decoder, or an `(encoder, decoder)` pair.
+        num_units: model dimension.
+        num_heads: attention heads.
+        ffn_inner_dim: inner size of the feed-forward networks.
+        dropout: dropout on embeddings and sublayer outputs.
+        attention_dropout: dropout on attention weights.
+        ffn_dropout: dropout on feed-forward activations.
+        ffn_activation: feed-forward activation.
+        maximum_relative_position: relative position clipping distance, or `None` for
+            sinusoidal absolute positions.
+        pre_norm: pre-norm (True) or post-norm Transformer layers.
+        share_embeddings: `"none"`, `"source_target_input"` (source and target input
+            embeddings), `"target"` (target input embeddings and output projection) or
+            `"all"`; OpenNMT-tf's levels 0-3 are accepted. Sharing the source embeddings
+            needs identical source and target vocabularies.
+        label_smoothing: label smoothing of the training loss.
+        guided_alignment_type: `None`, `"ce"` or `"mse"`.
+        guided_alignment_weight: the weight of the guided alignment cost.
+        **kwargs: passed to `keras.Model` (e.g. `name`, `dtype="mixed_bfloat16"`).
+
+    Example:
+    >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
+    >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
+    >>> preprocessor = TranslationPreprocessor(
+    ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary)
+    >>> translator = Translator(preprocessor, num_layers=1, num_units=8, num_heads=2,
+    ...                         ffn_inner_dim=16, maximum_relative_position=4)
+    >>> x, y = model_data(*preprocessor(tf.constant(["a b", "b"]), tf.constant(["b a", "a"])))
+    >>> outputs = translator(x)
+    >>> outputs["logits"].shape, outputs["attention"].shape  # [B, T, V], [B, T, S]
+    (TensorShape([2, 3, 6]), TensorShape([2, 3, 2]))
+
+    Training on raw sentences (NumPy arrays, lists or string tensors):
+
+        translator.compile()  # Adam with NoamDecay(2.0, num_units, 8000)
+        translator.fit(x=source_sentences, y=target_sentences, batch_size=4096,
+                       batch_type="tokens", effective_batch_size=25000, epochs=10,
+                       callbacks=[kerasnmt.training.CheckpointCallback("run", 5000)])
+
+    Reference:
+        [Vaswani et al., 2017](https://arxiv.org/abs/1706.03762); [Shaw et al.,
+        2018](https://arxiv.org/abs/1803.02155); [OpenNMT-tf
+        `Transformer`](https://github.com/OpenNMT/OpenNMT-tf/blob/master/opennmt/models/transformer.py)
+    """
+
+    def __init__(
+        self,
+        preprocessor,
+        num_layers=6,
+        num_units=512,
+        num_heads=8,
+        ffn_inner_dim=2048,
+        dropout=0.1,
+        attention_dropout=0.1,
+        ffn_dropout=0.1,
+        ffn_activation="relu",
+        maximum_relative_position=None,
+        pre_norm=True,
+        share_embeddings="none",
+        label_smoothing=0.1,
+        guided_alignment_type=None,
+        guided_alignment_weight=1.0,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if isinstance(num_layers, int):
+            num_encoder_layers = num_decoder_layers = num_layers
+        else:
+            num_encoder_layers, num_decoder_layers = num_layers
+        if guided_alignment_type is not None and guided_alignment_type not in GUIDED_ALIGNMENT_TYPES:
+            raise ValueError(
+                f"Translator: guided_alignment_type must be None or one of "
+                f"{GUIDED_ALIGNMENT_TYPES}, got {guided_alignment_type!r}"
+            )
+        # Not tracked as a sublayer: it runs in tf.data, never in the model's step, and its
+        # string layers would make Keras refuse `jit_compile=True` for the whole model.
+        object.__setattr__(self, "_preprocessor", preprocessor)
+        self.num_layers = num_layers if isinstance(num_layers, int) else list(num_layers)
+        self.num_units = num_units
+        self.num_heads = num_heads
+        self.ffn_inner_dim = ffn_inner_dim
+        self.dropout = dropout
+        self.attention_dropout = attention_dropout
+        self.ffn_dropout = ffn_dropout
+        self.ffn_activation = keras.activations.get(ffn_activation)
+        self.maximum_relative_position = maximum_relative_position
+        self.pre_norm = pre_norm
+        self.share_embeddings = _sharing_level(share_embeddings)
+        self.label_smoothing = label_smoothing
+        self.guided_alignment_type = guided_alignment_type
+        self.guided_alignment_weight = guided_alignment_weight
+
+        self.source_vocabulary_size = preprocessor.source_lookup.vocabulary_size
+        self.target_vocabulary_size = preprocessor.target_lookup.vocabulary_size
+        if self.share_embeddings in ("source_target_input", "all") and list(
+            preprocessor.source_vocabulary
+        ) != list(preprocessor.target_vocabulary):
+            raise ValueError(
+                f"Translator: share_embeddings={self.share_embeddings!r} needs identical source "
+                f"and target vocabularies, got {self.source_vocabulary_size - 1} source and "
+                f"{self.target_vocabulary_size - 1} target tokens that differ"
+            )
+
+        policy = self.dtype_policy
+        stack_arguments = dict(
+            num_units=num_units,
+            num_heads=num_heads,
+            ffn_inner_dim=ffn_inner_dim,
+            dropout=dropout,
+            attention_dropout=attention_dropout,
+            ffn_dropout=ffn_dropout,
+            ffn_activation=self.ffn_activation,
+            maximum_relative_position=maximum_relative_position,
+            pre_norm=pre_norm,
+            dtype=policy,
+        )
+        self.source_embedding = keras.layers.Embedding(
+            self.source_vocabulary_size,
+            num_units,
+            embeddings_initializer="glorot_uniform",
+            dtype=policy,
+            name="source_embedding",
+        )
+        if self.share_embeddings in ("source_target_input", "all"):
+            self.target_embedding = self.source_embedding
+        else:
+            self.target_embedding = keras.layers.Embedding(
+                self.target_vocabulary_size,
+                num_units,
+                embeddings_initializer="glorot_uniform",
+                dtype=policy,
+                name="target_embedding",
+            )
+        self.encoder = TransformerEncoder(num_encoder_layers, name="encoder", **stack_arguments)
+        self.decoder = TransformerDecoder(num_decoder_layers, name="decoder", **stack_arguments)
+        self.output_layer = None
+        if self.share_embeddings not in ("target", "all"):
+            self.output_layer = keras.layers.Dense(
+                self.target_vocabulary_size, dtype=policy, name="output_layer"
+            )
+        self.accuracy_metric = keras.metrics.Mean(name="accuracy")
+        self.perplexity_metric = Perplexity(name="perplexity")
+        # Built here, so that a reloaded model has its weights before any call (its inputs
+        # in fit are strings, which Keras cannot build a model from).
+        self.build(None)
+
+    @property
+    def preprocessor(self):
+        """The `TranslationPreprocessor` (text to ids, ids to text) of this model."""
+        return self._preprocessor
+
+    def build(self, input_shape):
+        self.source_embedding.build((None, None))
+        self.target_embedding.build((None, None))
+        self.encoder.build((None, None, self.num_units))
+        self.decoder.build((None, None, self.num_units))
+        if self.output_layer is None:
+            self.output_bias = self.add_weight(
+                name="output_bias", shape=(self.target_vocabulary_size,), initializer="zeros"
+            )
+        else:
+            self.output_layer.build((None, None, self.num_units))
+        self.built = True
+
+    # Forward pass.
+
+    def encode(self, source_ids, source_length, training=None):
+        """Encodes source ids `[B, S]` of lengths `[B]`.
+
+        Returns:
+            `(encoder_outputs [B, S, D], source_padding_mask [B, S])`.
+        """
+        source_ids = tf.cast(source_ids, tf.int32)
+        padding_mask = tf.sequence_mask(source_length, tf.shape(source_ids)[1])
+        outputs = self.encoder(
+            self.source_embedding(source_ids), padding_mask=padding_mask, training=training
+        )
+        return outputs, padding_mask
+
+    def _logits(self, decoder_outputs):
+        if self.output_layer is not None:
+            return self.output_layer(decoder_outputs)
+        embeddings = tf.cast(self.target_embedding.embeddings, decoder_outputs.dtype)
+        bias = tf.cast(self.output_bias, decoder_outputs.dtype)
+        return tf.matmul(decoder_outputs, embeddings, transpose_b=True) + bias
+
+    def call(self, inputs, training=None):
+        encoder_outputs, padding_mask = self.encode(
+            inputs["source_ids"], inputs["source_length"], training=training
+        )
+        target_ids = tf.cast(inputs["target_ids"], tf.int32)
+        decoder_outputs, attention = self.decoder(
+            self.target_embedding(target_ids),
+            encoder_outputs,
+            encoder_padding_mask=padding_mask,
+            training=training,
+        )
+        return {"logits": self._logits(decoder_outputs), "attention": attention}
+
+    # Incremental decoding, the API a BeamSampler drives.
+
+    def decoding_step_function(self, encoder_outputs, source_padding_mask, beam_size, max_length):
+        """A step function and its initial state, for `BeamSampler` (encoder run once).
+
+        The encoder keys/values of every decoder layer are projected once and tiled
+        `beam_size` times (constant during decoding, so captured by the step function rather
+        than reordered with the beams); the state holds the self-attention caches
+        `[B, max_length, H, D/H]`, which the sampler tiles and reorders.
+
+        Args:
+            encoder_outputs: `[B, S, D]` from `encode`.
+            source_padding_mask: `[B, S]` from `encode`.
+            beam_size: hypotheses per example.
+            max_length: decoding steps the caches hold.
+
+        Returns:
+            `(step_fn, initial_state)`: `step_fn(ids [B*K], step, state) -> (logits [B*K, V]
+            float32, attention [B*K, S], new_state)`; `initial_state` has batch size `B`.
+        """
+        caches = self.decoder.initial_cache(encoder_outputs, max_length)
+        memory = [
+            tf.nest.map_structure(lambda t: tf.repeat(t, beam_size, axis=0), c["cross_attention"])
+            for c in caches
+        ]
+        tiled_mask = tf.repeat(source_padding_mask, beam_size, axis=0)
+
+        def step_fn(ids, step, state):
+            cache = [
+                {"self_attention": s, "cross_attention": m} for s, m in zip(state, memory)
+            ]
+            outputs, attention, cache = self.decoder.decode_step(
+                self.target_embedding(tf.cast(ids, tf.int32)), step, cache, tiled_mask
+            )
+            logits = tf.cast(self._logits(outputs), tf.float32)
+            return logits, attention, [c["self_attention"] for c in cache]
+
+        return step_fn, [c["self_attention"] for c in caches]
+
+    # Loss and metrics.
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        logits = tf.cast(y_pred["logits"], tf.float32)
+        loss_sum, num_tokens = cross_entropy_sequence_loss(
+            logits, y["ids_out"], y["length"], self.label_smoothing, training=training
+        )
+        if training and self.guided_alignment_type is not None and "alignment" in y:
+            loss_sum += guided_alignment_cost(
+                y_pred["attention"][:, :-1],
+                _fit_alignment(y["alignment"], tf.shape(y_pred["attention"])),
+                y["length"] - 1,
+                self.guided_alignment_type,
+                self.guided_alignment_weight,
+            )
+        self._update_metrics(logits, y)
+        # Gradients are summed over replicas, so each replica's share is divided by their
+        # number (as Keras' own losses and OpenNMT-tf do).
+        replicas = tf.distribute.get_strategy().num_replicas_in_sync
+        return loss_sum / num_tokens / replicas
+
+    def _update_metrics(self, logits, y):
+        # Flat [B * T] values and weights: Keras' Mean would average each sequence first.
+        weights = tf.reshape(
+            tf.sequence_mask(y["length"], tf.shape(y["ids_out"])[1], dtype=tf.float32), [-1]
+        )
+        correct = tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32), y["ids_out"])
+        self.accuracy_metric.update_state(
+            tf.reshape(tf.cast(correct, tf.float32), [-1]), sample_weight=weights
+        )
+        negative_log_likelihood = tf.nn.sparse_softmax_cross_entropy_with_logits(
+            y["ids_out"], logits
+        )
+        self.perplexity_metric.update_state(
+            tf.reshape(negative_log_likelihood, [-1]), sample_weight=weights
+        )
+
+    # Data.
+
+    def _batches(self, x, y, batch_size, shuffle, batching, what):
+        """Any accepted data -> a dataset of the model's `(x, y)` batches."""
+        if isinstance(x, tf.data.Dataset):
+            if y is not None:
+                raise ValueError(f"Translator.{what}: with a tf.data.Dataset, y must be None")
+            dataset = x
+        else:
+            if x is None or y is None:
+                raise ValueError(
+                    f"Translator.{what}: give x and y (source and target sentences) or a "
+                    "tf.data.Dataset"
+                )
+            sources, targets = _string_array(x, "x"), _string_array(y, "y")
+            if len(sources) != len(targets):
+                raise ValueError(
+                    f"Translator.{what}: x has {len(sources)} sentences but y has {len(targets)}"
+                )
+            dataset = tf.data.Dataset.from_tensor_slices((sources, targets))
+            if shuffle:
+                dataset = dataset.shuffle(len(sources), reshuffle_each_iteration=True)
+        spec = dataset.element_spec
+        if isinstance(spec, tuple) and isinstance(spec[0], dict) and "source_ids" in spec[0]:
+            return dataset  # Already the model's (x, y), e.g. Keras' own validation call.
+        if isinstance(spec, tuple) and len(spec) in (2, 3) and all(map(_is_string_spec, spec)):
+            if spec[0].shape.rank == 0:
+                dataset = make_training_batches(
+                    dataset,
+                    self.preprocessor,
+                    batch_size or 32,
+                    num_replicas=self.distribute_strategy.num_replicas_in_sync,
+                    **batching,
+                )
+            else:
+                dataset = dataset.map(self.preprocessor, num_parallel_calls=tf.data.AUTOTUNE)
+        elif not (
+            isinstance(spec, tuple)
+            and len(spec) == 2
+            and isinstance(spec[0], dict)
+            and "ids" in spec[0]
+            and "ids_out" in spec[1]
+        ):
+            raise ValueError(
+                f"Translator.{what}: expected a dataset of (source, target[, alignment]) "
+                "strings, or of batched (features, labels) from the kerasnmt data pipeline; "
+                f"got elements {spec}"
+            )
+        return dataset.map(model_data).prefetch(tf.data.AUTOTUNE)
+
+    def _accumulation_steps(self, batch_size, effective_batch_size):
+        if effective_batch_size is None:
+            return 1
+        replicas = self.distribute_strategy.num_replicas_in_sync
+        return max(math.ceil(effective_batch_size / ((batch_size or 32) * replicas)), 1)
+
+    def _set_accumulation(self, steps):
+        optimizer = getattr(self.optimizer, "inner_optimizer", self.optimizer)
+        current = optimizer.gradient_accumulation_steps or 1
+        if steps == current:
+            return
+        if optimizer.built:
+            raise ValueError(
+                f"Translator.fit: effective_batch_size needs {steps} accumulated batches but the "
+                f"optimizer was already built with {current}; compile again to change it"
+            )
+        optimizer.gradient_accumulation_steps = steps if steps > 1 else None
+        if isinstance(optimizer._learning_rate, NoamDecay):
+            optimizer._learning_rate.step_duration = steps
+
+    def compile(self, optimizer=None, **kwargs):
+        """`keras.Model.compile`; the default optimizer is OpenNMT-tf's Transformer one.
+
+        That is Adam (`beta_2=0.998`) with `NoamDecay(2.0, num_units, 8000)`. No loss is
+        given: the model computes its own. Pass `jit_compile=True` for XLA.
+        """
+        if optimizer is None:
+            optimizer = keras.optimizers.Adam(
+                NoamDecay(2.0, self.num_units, 8000), beta_1=0.9, beta_2=0.998
+            )
+        super().compile(optimizer=optimizer, **kwargs)
+
+    def fit(
+        self,
+        x=None,
+        y=None,
+        batch_size=None,
+        batch_type="examples",
+        effective_batch_size=None,
+        length_bucket_width=1,
+        pad_to_bucket_boundary=False,
+        maximum_features_length=None,
+        maximum_labels_length=None,
+        shuffle=True,
+        validation_data=None,
+        callbacks=None,
+        **kwargs,
+    ):
+        """Trains on raw sentences or on preprocessed batches.
+
+        Args:
+            x: source sentences (NumPy array, list or string tensor), or a `tf.data.Dataset`
+                of `(source, target[, alignment])` strings (unbatched: bucketed and batched
+                here; batched: preprocessed as they are) or of batched `(features, labels)`.
+            y: target sentences when `x` holds source sentences.
+            batch_size: examples or tokens per batch (per replica), default 32 examples.
+            batch_type: `"examples"` or `"tokens"`.
+            effective_batch_size: accumulate gradients over enough batches to reach it (in
+                the unit of `batch_type`), as OpenNMT-tf does; the Noam schedule then
+                advances once per weight update.
+            length_bucket_width: bucket width (tokens) of the length bucketing.
+            pad_to_bucket_boundary: pad batches to their bucket's length (fewer shapes for
+                `jit_compile=True`).
+            maximum_features_length: drop longer sources (tokens).
+            maximum_labels_length: drop longer targets (tokens).
+            shuffle: shuffle sentences given as arrays, at each pass.
+            validation_data: `(sources, targets)` or a dataset, as `x`.
+            callbacks: Keras callbacks; a `StopOnNonFiniteLoss` is always put first.
+            **kwargs: passed to `keras.Model.fit` (`epochs`, `steps_per_epoch`, ...). A
+                finite dataset is repeated; without `steps_per_epoch`, one pass over it is
+                counted first (it is preprocessed once for that) and an epoch is that many
+                batches.
+
+        Returns:
+            The Keras `History`.
+        """
+        batching = dict(
+            batch_type=batch_type,
+            length_bucket_width=length_bucket_width,
+            pad_to_bucket_boundary=pad_to_bucket_boundary,
+            maximum_features_length=maximum_features_length,
+            maximum_labels_length=maximum_labels_length,
+        )
+        dataset = self._batches(x, y, batch_size, shuffle, batching, "fit")
+        if validation_data is not None:
+            validation_data = self._batches(
+                *_split_validation(validation_data), batch_size, False, batching, "fit"
+            )
+        if dataset.cardinality() != tf.data.INFINITE_CARDINALITY:
+            if kwargs.get("steps_per_epoch") is None:
+                # Bucketing makes the number of batches vary from one pass to the next, and
+                # Keras would cut later epochs to the first one's count: count one pass, and
+                # let each epoch draw that many batches from an endless stream instead.
+                kwargs["steps_per_epoch"] = int(dataset.reduce(0, lambda count, _: count + 1))
+            dataset = dataset.repeat()
+        self._set_accumulation(self._accumulation_steps(batch_size, effective_batch_size))
+        callbacks = [StopOnNonFiniteLoss()] + list(callbacks or [])
+        return super().fit(
+            dataset,
+            validation_data=validation_data,
+            callbacks=callbacks,
+            shuffle=False,  # Sentences are shuffled in tf.data, before bucketing.
+            **kwargs,
+        )
+
+    def evaluate(self, x=None, y=None, batch_size=None, batch_type="examples", **kwargs):
+        """Evaluates on raw sentences or preprocessed batches (accepted as in `fit`).
+
+        Returns the plain (not label-smoothed) token cross-entropy as `loss`, with
+        `accuracy` and `perplexity`, as Keras' `evaluate` does.
+        """
+        dataset = self._batches(x, y, batch_size, False, dict(batch_type=batch_type), "evaluate")
+        with warnings.catch_warnings():
+            # Keras warns when a dataset of unknown length ends, which here is normal.
+            warnings.filterwarnings("ignore", message="Your input ran out of data")
+            return super().evaluate(dataset, **kwargs)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            preprocessor=keras.saving.serialize_keras_object(self.preprocessor),
+            num_layers=self.num_layers,
+            num_units=self.num_units,
+            num_heads=self.num_heads,
+            ffn_inner_dim=self.ffn_inner_dim,
+            dropout=self.dropout,
+            attention_dropout=self.attention_dropout,
+            ffn_dropout=self.ffn_dropout,
+            ffn_activation=keras.activations.serialize(self.ffn_activation),
+            maximum_relative_position=self.maximum_relative_position,
+            pre_norm=self.pre_norm,
+            share_embeddings=self.share_embeddings,
+            label_smoothing=self.label_smoothing,
+            guided_alignment_type=self.guided_alignment_type,
+            guided_alignment_weight=self.guided_alignment_weight,
+        )
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["preprocessor"] = keras.saving.deserialize_keras_object(config["preprocessor"])
+        return cls(**config)
+
+
+def _string_array(values, name):
+    if isinstance(values, tf.Tensor):
+        if values.dtype != tf.string or values.shape.rank != 1:
+            raise ValueError(f"Translator: {name} must be a 1-D string tensor, got {values}")
+        return values
+    array = np.asarray(values, dtype=object)
+    if array.ndim != 1 or not all(isinstance(v, (str, bytes)) for v in array):
+        raise ValueError(
+            f"Translator: {name} must be a 1-D array or list of sentences (str or bytes), "
+            f"got {type(values).__name__} of shape {array.shape}"
+        )
+    return tf.constant(array.tolist(), dtype=tf.string)
+
+
+def _split_validation(validation_data):
+    if isinstance(validation_data, tf.data.Dataset):
+        return validation_data, None
+    sources, targets = validation_data
+    return sources, targets
+
+
+def _fit_alignment(alignment, attention_shape):
+    """Cuts or zero-pads a batch of `[T_a, S_a]` alignments to `[T - 1, S]` (no `</s>` step)."""
+    rows, columns = attention_shape[1] - 1, attention_shape[2]
+    alignment = alignment[:, :rows, :columns]
+    padding = [[0, 0], [0, rows - tf.shape(alignment)[1]], [0, columns - tf.shape(alignment)[2]]]
+    return tf.pad(alignment, padding)

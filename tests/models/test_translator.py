@@ -1,0 +1,269 @@
+import doctest
+import math
+import os
+import tempfile
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import kerasnmt
+from kerasnmt.data import make_training_batches
+from kerasnmt.models import Translator
+from kerasnmt.models import translator as translator_module
+from kerasnmt.training import CheckpointCallback, NonFiniteLossError
+from tests.models.translator_fixtures import corpus, tiny_translator
+
+
+def _model_batch(translator, sources, targets, alignments=None):
+    """The model's (x, y) for a few sentences, through the model's own preprocessor."""
+    args = (sources, targets) if alignments is None else (sources, targets, alignments)
+    features, labels = translator.preprocessor(*[tf.constant(list(a)) for a in args])
+    x = {
+        "source_ids": features["ids"],
+        "source_length": features["length"],
+        "target_ids": labels["ids"],
+    }
+    y = {"ids_out": labels["ids_out"], "length": labels["length"]}
+    if alignments is not None:
+        y["alignment"] = labels["alignment"]
+    return x, y
+
+
+def test_exported_from_the_package():
+    assert kerasnmt.Translator is Translator
+
+
+def test_overfits_twenty_pairs_from_raw_strings():
+    """fit on raw strings until the teacher-forced argmax reproduces every target exactly;
+    then the cached step-by-step decoding API gives the same logits and greedy outputs."""
+    sources, targets = corpus(20)
+    translator = tiny_translator(num_units=32, num_heads=4, ffn_inner_dim=64)
+    # XLA: only integer tensors reach the train step. One bucket padded to 8: one shape.
+    translator.compile(optimizer=keras.optimizers.Adam(0.01), jit_compile=True)
+    assert translator.jit_compile
+
+    x, y = _model_batch(translator, sources, targets)
+    lengths, ids_out = y["length"].numpy(), y["ids_out"].numpy()
+
+    def teacher_forced_predictions():
+        logits = translator(x)["logits"]
+        return tf.argmax(logits, -1, output_type=tf.int32).numpy()
+
+    def reproduces_every_target():
+        predictions = teacher_forced_predictions()
+        return all(
+            predictions[i, :n].tolist() == ids_out[i, :n].tolist() for i, n in enumerate(lengths)
+        )
+
+    class StopWhenEveryTargetIsReproduced(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            self.model.stop_training = reproduces_every_target()
+
+    translator.fit(sources, targets, batch_size=20, length_bucket_width=8,
+                   pad_to_bucket_boundary=True, epochs=300, verbose=0,
+                   callbacks=[StopWhenEveryTargetIsReproduced()])
+    assert reproduces_every_target()
+    decoded = translator.preprocessor.detokenize_target(teacher_forced_predictions()).numpy()
+    assert [d.decode() for d in decoded] == list(targets)
+
+    outputs = translator(x)
+    encoder_outputs, mask = translator.encode(x["source_ids"], x["source_length"])
+    max_length = int(tf.shape(x["target_ids"])[1])
+    step_fn, state = translator.decoding_step_function(encoder_outputs, mask, 1, max_length)
+    ids = x["target_ids"][:, 0]
+    greedy = []
+    for step in range(max_length):
+        logits, attention, state = step_fn(ids, tf.constant(step), state)
+        # Greedy inputs equal the teacher-forced ones up to each target's </s>.
+        inside = y["length"].numpy() > step
+        np.testing.assert_allclose(logits[inside], outputs["logits"][:, step][inside], atol=1e-4)
+        np.testing.assert_allclose(
+            attention[inside], outputs["attention"][:, step][inside], atol=1e-5
+        )
+        ids = tf.argmax(logits, -1, output_type=tf.int32)
+        greedy.append(ids)
+    greedy = tf.stack(greedy, axis=1)
+    decoded = translator.preprocessor.detokenize_target(greedy).numpy()
+    assert [d.decode() for d in decoded] == list(targets)
+
+
+def test_fit_accepts_every_kind_of_input():
+    sources, targets = corpus(8, seed=1)
+    translator = tiny_translator(guided_alignment_type="mse")
+    translator.compile(optimizer=keras.optimizers.SGD(0.1), run_eagerly=True)
+    before = translator.source_embedding.embeddings.numpy().copy()
+    string_pairs = tf.data.Dataset.from_tensor_slices((list(sources), list(targets)))
+    with_alignments = tf.data.Dataset.from_tensor_slices(
+        (["a b", "c d e"], ["B A", "E D C"], ["0-1 1-0", "0-2 1-1 2-0"])
+    )
+    inputs = [
+        dict(x=sources, y=targets),  # NumPy object arrays
+        dict(x=list(sources), y=list(targets)),  # lists
+        dict(x=tf.constant(list(sources)), y=tf.constant(list(targets))),  # string tensors
+        dict(x=string_pairs),  # unbatched string pairs: bucketed and batched here
+        dict(x=string_pairs.batch(4)),  # batched string pairs: preprocessed as they are
+        dict(x=make_training_batches(string_pairs, translator.preprocessor, 4)),  # pipeline
+        dict(x=with_alignments),  # guided alignment from Pharaoh strings
+    ]
+    for kwargs in inputs:
+        history = translator.fit(**kwargs, batch_size=4, steps_per_epoch=1, verbose=0)
+        assert math.isfinite(history.history["loss"][0])
+    assert not np.allclose(before, translator.source_embedding.embeddings.numpy())
+
+    # An epoch is one pass: 8 sentences in one bucket, 2 batches of 4.
+    steps = int(translator.optimizer.iterations)
+    translator.fit(sources, targets, batch_size=4, length_bucket_width=None, epochs=2, verbose=0)
+    assert int(translator.optimizer.iterations) == steps + 4
+
+    with pytest.raises(ValueError, match="x has 8 sentences but y has 7"):
+        translator.fit(sources, targets[:7])
+    with pytest.raises(ValueError, match="expected a dataset of"):
+        translator.fit(tf.data.Dataset.from_tensor_slices(([1, 2], [3, 4])))
+
+
+def test_keras_round_trip_gives_identical_outputs():
+    translator = tiny_translator(share_embeddings="target", maximum_relative_position=None)
+    sources, targets = corpus(3, seed=3)
+    x, _ = _model_batch(translator, sources, targets)
+    expected = translator(x)
+    with tempfile.TemporaryDirectory() as directory:
+        path = os.path.join(directory, "translator.keras")
+        translator.save(path)
+        reloaded = keras.models.load_model(path)
+    assert reloaded.get_config() == translator.get_config()
+    for key in ("logits", "attention"):
+        np.testing.assert_array_equal(reloaded(x)[key], expected[key])
+
+
+def test_share_embeddings_levels():
+    shared = tiny_translator(shared_vocabulary=True, share_embeddings="all")
+    assert shared.source_embedding is shared.target_embedding and shared.output_layer is None
+    x, _ = _model_batch(shared, ["a b"], ["c"])
+    decoder_outputs, _ = shared.decoder(
+        shared.target_embedding(x["target_ids"]), *shared.encode(x["source_ids"], x["source_length"])
+    )
+    expected = decoder_outputs.numpy() @ shared.target_embedding.embeddings.numpy().T
+    np.testing.assert_allclose(shared(x)["logits"], expected + shared.output_bias.numpy(), atol=1e-5)
+    counts = {
+        level: len(tiny_translator(shared_vocabulary=True, share_embeddings=level).trainable_weights)
+        for level in ("none", "source_target_input", "target", "all")
+    }
+    # Sharing the input embeddings drops one table; sharing the output swaps a kernel+bias for a bias.
+    assert counts["none"] - counts["source_target_input"] == 1
+    assert counts["none"] - counts["target"] == 1
+    assert counts["none"] - counts["all"] == 2
+    with pytest.raises(ValueError, match="identical source and target vocabularies"):
+        tiny_translator(share_embeddings="all")
+    with pytest.raises(ValueError, match="share_embeddings must be one of"):
+        tiny_translator(share_embeddings="decoder")
+
+
+def test_loss_is_summed_cross_entropy_plus_guided_alignment_over_target_tokens():
+    """The training loss, against a NumPy computation of OpenNMT-tf's definition."""
+    translator = tiny_translator(label_smoothing=0.1, guided_alignment_type="ce",
+                                 guided_alignment_weight=0.5)
+    x, y = _model_batch(translator, ["a b c", "d"], ["C B A", "D E"], ["0-2 1-1 2-0", "0-0"])
+    y_pred = translator(x)
+    loss = float(translator.compute_loss(x, y, y_pred, training=True))
+
+    logits = y_pred["logits"].numpy().astype(np.float64)
+    attention = y_pred["attention"].numpy().astype(np.float64)
+    vocabulary_size = logits.shape[-1]
+    ce_sum, tokens, guided, aligned_steps = 0.0, 0, 0.0, 0
+    for b, length in enumerate(y["length"].numpy()):
+        for t in range(length):
+            log_probs = logits[b, t] - np.log(np.exp(logits[b, t]).sum())
+            target = np.full(vocabulary_size, 0.1 / (vocabulary_size - 1))
+            target[y["ids_out"].numpy()[b, t]] = 0.9
+            ce_sum -= (target * log_probs).sum()
+            tokens += 1
+        for t in range(length - 1):  # not the step that predicts </s>
+            guided -= (y["alignment"].numpy()[b, t] * np.log(np.maximum(attention[b, t], 1e-7))).sum()
+            aligned_steps += 1
+    expected = (ce_sum + 0.5 * guided / aligned_steps) / tokens
+    assert math.isclose(loss, expected, rel_tol=1e-5)
+
+    del y["alignment"]  # no alignment, no guided term; evaluation: no label smoothing
+    ids_out = y["ids_out"].numpy()
+    nll = [
+        -(logits[b, t, ids_out[b, t]] - np.log(np.exp(logits[b, t]).sum()))
+        for b, length in enumerate(y["length"].numpy())
+        for t in range(length)
+    ]
+    evaluation_loss = float(translator.compute_loss(x, y, y_pred, training=False))
+    assert math.isclose(evaluation_loss, np.mean(nll), rel_tol=1e-5)
+
+
+def test_evaluate_reports_accuracy_and_perplexity():
+    translator = tiny_translator()
+    translator.compile(optimizer="adam", run_eagerly=True)
+    sources, targets = corpus(6, seed=4)
+    results = translator.evaluate(sources, targets, batch_size=6, return_dict=True, verbose=0)
+    x, y = _model_batch(translator, sources, targets)
+    logits = translator(x)["logits"].numpy().astype(np.float64)
+    mask = np.arange(logits.shape[1])[None, :] < y["length"].numpy()[:, None]
+    accuracy = (logits.argmax(-1) == y["ids_out"].numpy())[mask].mean()
+    log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    label_log_probs = np.take_along_axis(log_probs, y["ids_out"].numpy()[..., None], -1)[..., 0]
+    # Over all target tokens, though evaluate saw them in several length buckets.
+    assert math.isclose(results["accuracy"], accuracy, rel_tol=1e-6)
+    assert math.isclose(results["perplexity"], math.exp(-label_log_probs[mask].mean()), rel_tol=1e-5)
+
+
+def test_effective_batch_size_accumulates_gradients():
+    translator = tiny_translator()
+    translator.compile(run_eagerly=True)  # Adam with NoamDecay
+    sources, targets = corpus(8, seed=5)
+    before = translator.source_embedding.embeddings.numpy().copy()
+    translator.fit(sources, targets, batch_size=4, effective_batch_size=8,
+                   length_bucket_width=None, epochs=1, steps_per_epoch=1, verbose=0)
+    optimizer = translator.optimizer
+    assert optimizer.gradient_accumulation_steps == 2
+    assert optimizer._learning_rate.step_duration == 2  # the schedule counts updates
+    # One batch: gradients accumulated, no weight update yet.
+    np.testing.assert_array_equal(before, translator.source_embedding.embeddings.numpy())
+    translator.fit(sources, targets, batch_size=4, effective_batch_size=8,
+                   length_bucket_width=None, epochs=1, steps_per_epoch=1, verbose=0)
+    assert int(optimizer.iterations) == 1
+    assert not np.allclose(before, translator.source_embedding.embeddings.numpy())
+
+
+def test_mixed_bfloat16_training_step():
+    translator = tiny_translator(dtype="mixed_bfloat16")
+    translator.compile(optimizer=keras.optimizers.Adam(0.01), run_eagerly=True)
+    sources, targets = corpus(4, seed=6)
+    history = translator.fit(sources, targets, batch_size=4, epochs=1, verbose=0)
+    assert math.isfinite(history.history["loss"][0])
+    x, _ = _model_batch(translator, sources, targets)
+    assert translator(x)["logits"].dtype == tf.bfloat16
+    assert all(w.dtype == "float32" for w in translator.trainable_weights)
+
+
+def test_non_finite_loss_stops_training_and_keeps_the_last_good_checkpoint():
+    translator = tiny_translator()
+    translator.compile(optimizer=keras.optimizers.SGD(0.1), run_eagerly=True)
+    sources, targets = corpus(8, seed=7)
+
+    class Poison(keras.callbacks.Callback):
+        def on_train_batch_begin(self, batch, logs=None):
+            if batch == 2:
+                embeddings = translator.source_embedding.embeddings
+                embeddings.assign(np.full(embeddings.shape, np.nan, "float32"))
+
+    with tempfile.TemporaryDirectory() as directory:
+        checkpoints = CheckpointCallback(directory, save_every_steps=1, keep_checkpoints=5)
+        with pytest.raises(NonFiniteLossError, match="training diverged at step 3: the loss is nan"):
+            translator.fit(sources, targets, batch_size=2, length_bucket_width=None, epochs=1,
+                           verbose=0, callbacks=[Poison(), checkpoints])
+        latest = tf.train.latest_checkpoint(directory)
+        assert latest.endswith("ckpt-2")
+        fresh = tiny_translator(seed=1)
+        tf.train.Checkpoint(model=fresh).restore(latest).expect_partial()
+        assert all(np.isfinite(w.numpy()).all() for w in fresh.weights)
+
+
+def test_docstring_examples():
+    results = doctest.testmod(translator_module, raise_on_error=False)
+    assert results.attempted > 0 and results.failed == 0
