@@ -195,9 +195,8 @@ def _write_atomically(path, records):
 class ShardTask:
     """What a worker needs to write one shard; plain data, so it pickles for any process."""
 
-    def __init__(self, shard, num_shards, first_line, indexes, alignment_path, output_path, seed):
+    def __init__(self, shard, first_line, indexes, alignment_path, output_path, seed):
         self.shard = shard
-        self.num_shards = num_shards
         self.first_line = first_line
         self.indexes = indexes
         self.alignment_path = alignment_path
@@ -318,7 +317,6 @@ def plan_shards(
     tasks = [
         ShardTask(
             shard,
-            num_shards,
             start,
             indexes,
             alignment_file,
