@@ -10,6 +10,7 @@ import tensorflow as tf
 
 import kerasnmt
 from kerasnmt.data import make_training_batches
+from kerasnmt.layers import BeamSampler
 from kerasnmt.models import Translator
 from kerasnmt.models import translator as translator_module
 from kerasnmt.training import CheckpointCallback, NonFiniteLossError
@@ -87,6 +88,30 @@ def test_overfits_twenty_pairs_from_raw_strings():
     greedy = tf.stack(greedy, axis=1)
     decoded = translator.preprocessor.detokenize_target(greedy).numpy()
     assert [d.decode() for d in decoded] == list(targets)
+
+    # The same step function drives a beam search (encoder once, caches tiled per beam and
+    # reordered): each hypothesis' log-probability equals the full model's on that sequence.
+    step_fn, state = translator.decoding_step_function(encoder_outputs, mask, 2, 10)
+    hypotheses = BeamSampler(beam_size=2, n_best=2, max_length=10)(
+        step_fn, start_ids=tf.fill([20], 1), end_id=2, initial_state=state
+    )
+    for k in range(2):
+        lengths = hypotheses["lengths"][:, k].numpy()
+        ids = hypotheses["ids"][:, k].numpy()
+        width = lengths.max() + 1
+        target_ids = np.zeros([20, width], np.int32)
+        ids_out = np.zeros([20, width], np.int32)
+        for i, n in enumerate(lengths):
+            target_ids[i, : n + 1] = [1] + ids[i, :n].tolist()  # <s> + tokens
+            ids_out[i, : n + 1] = ids[i, :n].tolist() + [2]  # tokens + </s>
+        logits = translator(dict(x, target_ids=target_ids))["logits"].numpy().astype(np.float64)
+        log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+        # A hypothesis cut at max_length has no </s> and no </s> probability.
+        scored = [n + 1 if n < 10 else n for n in lengths]
+        expected = [
+            sum(log_probs[i, t, ids_out[i, t]] for t in range(n)) for i, n in enumerate(scored)
+        ]
+        np.testing.assert_allclose(hypotheses["log_probs"][:, k], expected, atol=1e-4)
 
 
 def test_fit_accepts_every_kind_of_input():

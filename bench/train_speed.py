@@ -1,0 +1,195 @@
+"""Training speed of the reference Translator on Multi30k, with model FLOP utilisation.
+
+The reference configuration of issue 4: 3+3 layers, 256 units, 4 heads, FFN 1024,
+`maximum_relative_position` 20, a joint 8k SentencePiece vocabulary trained on the
+training files, token batches of 4096 (`batch_type=tokens`), Adam with the Noam schedule,
+label smoothing 0.1, dropout 0.1. The real kerasnmt input pipeline
+(`kerasnmt.data.training_dataset`: SentencePiece in tf.data, bucketing, prefetch) feeds
+`Translator.train_on_batch`, so the timings include whatever the pipeline takes from the
+cores, as OpenNMT-tf's figure does.
+
+Prints, over the steps after `--warmup-steps` (tracing, XLA compilation):
+source+target tokens/s, target tokens/s, the median and mean step time, the peak resident
+memory of the process, the model FLOPs per second and their share of the matmul peak
+measured in the same run (`tf.matmul` of 4096x4096 matrices in the compute dtype).
+
+Model FLOPs per step (matmuls only, training = 3x forward), from the real lengths of each
+sentence: per encoder layer and source token `8 D^2 + 4 D F` (projections, FFN) plus
+`4 S D` (scores and weighted sum); per decoder layer and target token `8 D^2 + 4 D F`
+(self-attention projections, FFN) + `4 D^2` (cross-attention query and output) + `4 T D`
++ `4 S D` (scores), plus `4 D^2` per source token (cross-attention keys and values); and
+`2 D V` per target token for the output layer. Relative position terms are not counted.
+
+Not a test; run it by hand on a quiet machine:
+
+    python bench/train_speed.py                          # float32, no XLA
+    python bench/train_speed.py --jit-compile --length-bucket-width 5 --pad-to-bucket-boundary
+    python bench/train_speed.py --mixed-precision bfloat16
+    python bench/train_speed.py --warmup-steps 2 --steps 3   # smoke run
+"""
+
+import argparse
+import os
+import resource
+import statistics
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from kerasnmt.data import train_sentencepiece  # noqa: E402
+from kerasnmt.data.training_pipeline import training_dataset  # noqa: E402
+from kerasnmt.data.vocabulary import load_vocabulary  # noqa: E402
+from kerasnmt.layers import SentencePieceTokenizer, TranslationPreprocessor  # noqa: E402
+from kerasnmt.models import Translator  # noqa: E402
+from kerasnmt.models.translator import model_data  # noqa: E402
+
+DEFAULT_DATA = os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data", "multi30k"
+)
+
+
+def parse_arguments():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data-dir", default=DEFAULT_DATA)
+    parser.add_argument("--source", default="train.en")
+    parser.add_argument("--target", default="train.de")
+    parser.add_argument("--workdir", default="/tmp/kerasnmt_train_speed",
+                        help="where the SentencePiece model is trained once and kept")
+    parser.add_argument("--vocab-size", type=int, default=8000)
+    parser.add_argument("--num-layers", type=int, default=3)
+    parser.add_argument("--num-units", type=int, default=256)
+    parser.add_argument("--num-heads", type=int, default=4)
+    parser.add_argument("--ffn-inner-dim", type=int, default=1024)
+    parser.add_argument("--maximum-relative-position", type=int, default=20)
+    parser.add_argument("--batch-size", type=int, default=4096, help="tokens per batch")
+    parser.add_argument("--length-bucket-width", type=int, default=1)
+    parser.add_argument("--pad-to-bucket-boundary", action="store_true",
+                        help="one shape per bucket (fewer XLA compilations)")
+    parser.add_argument("--jit-compile", action="store_true", help="XLA-compile the train step")
+    parser.add_argument("--mixed-precision", choices=["none", "bfloat16", "float16"],
+                        default="none")
+    parser.add_argument("--warmup-steps", type=int, default=30,
+                        help="steps not timed (tracing, XLA compilation of each shape)")
+    parser.add_argument("--steps", type=int, default=100, help="timed steps")
+    parser.add_argument("--seed", type=int, default=1234)
+    return parser.parse_args()
+
+
+def sentencepiece_files(arguments):
+    prefix = os.path.join(arguments.workdir, f"joint{arguments.vocab_size}")
+    if not os.path.exists(prefix + ".model"):
+        os.makedirs(arguments.workdir, exist_ok=True)
+        started = time.time()
+        train_sentencepiece(
+            [os.path.join(arguments.data_dir, name) for name in (arguments.source, arguments.target)],
+            prefix,
+            arguments.vocab_size,
+            file_byte_budget=None,
+        )
+        print(f"trained the SentencePiece model in {time.time() - started:.1f} s: {prefix}.model")
+    return prefix + ".model", prefix + ".vocab"
+
+
+def matmul_peak_flops(dtype, size=4096, repeats=5):
+    """FLOP/s of a square matmul in `dtype`, the best of `repeats` timed runs."""
+    a = tf.random.normal([size, size], dtype=tf.float32)
+    a = tf.cast(a, dtype)
+    b = tf.cast(tf.random.normal([size, size]), dtype)
+    multiply = tf.function(lambda x, y: tf.reduce_sum(tf.cast(tf.matmul(x, y)[:1, :1], tf.float32)))
+    multiply(a, b).numpy()
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        multiply(a, b).numpy()
+        best = min(best, time.perf_counter() - started)
+    return 2 * size**3 / best
+
+
+def step_flops(x, y, arguments, vocabulary_size):
+    """Model FLOPs of one training step (see the module docstring)."""
+    d, f = arguments.num_units, arguments.ffn_inner_dim
+    layers = arguments.num_layers
+    source = x["source_length"].numpy().astype(np.float64)
+    target = y["length"].numpy().astype(np.float64)
+    encoder = layers * (source * (8 * d * d + 4 * d * f) + 4 * source**2 * d).sum()
+    decoder = layers * (
+        target * (12 * d * d + 4 * d * f) + 4 * target**2 * d + 4 * target * source * d
+        + source * 4 * d * d
+    ).sum()
+    output = (target * 2 * d * vocabulary_size).sum()
+    return 3 * (encoder + decoder + output)
+
+
+def main():
+    arguments = parse_arguments()
+    keras.utils.set_random_seed(arguments.seed)
+    compute_dtype = {"none": "float32", "bfloat16": "bfloat16", "float16": "float16"}[
+        arguments.mixed_precision
+    ]
+    peak = matmul_peak_flops(compute_dtype)
+    print(f"matmul peak ({compute_dtype}, 4096x4096): {peak / 1e9:.0f} GFLOP/s")
+
+    model_path, vocabulary_path = sentencepiece_files(arguments)
+    vocabulary = load_vocabulary(vocabulary_path)
+    tokenizer = SentencePieceTokenizer(model_path)
+    preprocessor = TranslationPreprocessor(tokenizer, tokenizer, vocabulary, vocabulary)
+    dtype = None if arguments.mixed_precision == "none" else f"mixed_{arguments.mixed_precision}"
+    translator = Translator(
+        preprocessor,
+        num_layers=arguments.num_layers,
+        num_units=arguments.num_units,
+        num_heads=arguments.num_heads,
+        ffn_inner_dim=arguments.ffn_inner_dim,
+        maximum_relative_position=arguments.maximum_relative_position,
+        dtype=dtype,
+    )
+    translator.compile(jit_compile=arguments.jit_compile)
+    print(
+        f"model: {translator.count_params():,} parameters, vocabulary "
+        f"{translator.target_vocabulary_size}, jit_compile={translator.jit_compile}, "
+        f"dtype policy {translator.dtype_policy.name}"
+    )
+
+    batches = training_dataset(
+        os.path.join(arguments.data_dir, arguments.source),
+        os.path.join(arguments.data_dir, arguments.target),
+        preprocessor,
+        batch_size=arguments.batch_size,
+        batch_type="tokens",
+        length_bucket_width=arguments.length_bucket_width,
+        pad_to_bucket_boundary=arguments.pad_to_bucket_boundary,
+        seed=arguments.seed,
+    ).map(model_data)
+
+    times, source_tokens, target_tokens, flops = [], 0, 0, 0.0
+    started = time.perf_counter()
+    for step, (x, y) in enumerate(batches.take(arguments.warmup_steps + arguments.steps)):
+        translator.train_on_batch(x, y)
+        now = time.perf_counter()
+        if step >= arguments.warmup_steps:
+            times.append(now - started)
+            source_tokens += int(tf.reduce_sum(x["source_length"]))
+            target_tokens += int(tf.reduce_sum(y["length"]))  # tokens + </s>
+            flops += step_flops(x, y, arguments, translator.target_vocabulary_size)
+        elif step == arguments.warmup_steps - 1:
+            print(f"warmup: {arguments.warmup_steps} steps in {now - started:.1f} s")
+        started = now
+
+    total = sum(times)
+    peak_memory = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB -> GiB
+    print(f"timed steps: {len(times)} ({total:.1f} s)")
+    print(f"source+target tokens/s: {(source_tokens + target_tokens) / total:,.0f}")
+    print(f"target tokens/s: {target_tokens / total:,.0f}")
+    print(f"step time: median {statistics.median(times) * 1000:.0f} ms, "
+          f"mean {total / len(times) * 1000:.0f} ms")
+    print(f"peak memory (max RSS): {peak_memory:.2f} GiB")
+    print(f"model FLOP/s: {flops / total / 1e9:.0f} GFLOP/s, MFU {flops / total / peak:.1%} "
+          f"of the {compute_dtype} matmul peak")
+
+
+if __name__ == "__main__":
+    main()
