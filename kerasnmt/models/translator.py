@@ -450,6 +450,12 @@ class Translator(keras.Model):
             )
         super().compile(optimizer=optimizer, **kwargs)
 
+    def compile_from_config(self, config):
+        # Keras skips this for models that override `compile`; ours only adds a default.
+        self.compile(**keras.saving.deserialize_keras_object(config))
+        if self.built:
+            self.optimizer.build(self.trainable_variables)
+
     def fit(
         self,
         x=None,

@@ -150,7 +150,9 @@ def test_fit_accepts_every_kind_of_input():
 
 def test_keras_round_trip_gives_identical_outputs():
     translator = tiny_translator(share_embeddings="target", maximum_relative_position=None)
+    translator.compile(optimizer=keras.optimizers.Adam(0.01), run_eagerly=True)
     sources, targets = corpus(3, seed=3)
+    translator.fit(sources, targets, batch_size=3, length_bucket_width=None, epochs=2, verbose=0)
     x, _ = _model_batch(translator, sources, targets)
     expected = translator(x)
     with tempfile.TemporaryDirectory() as directory:
@@ -160,6 +162,13 @@ def test_keras_round_trip_gives_identical_outputs():
     assert reloaded.get_config() == translator.get_config()
     for key in ("logits", "attention"):
         np.testing.assert_array_equal(reloaded(x)[key], expected[key])
+    # Compiled again on load, optimizer state included: training goes on from step 2.
+    assert int(reloaded.optimizer.iterations) == 2
+    for a, b in zip(reloaded.optimizer.variables, translator.optimizer.variables):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    reloaded.fit(sources, targets, batch_size=3, length_bucket_width=None, epochs=1, verbose=0,
+                 validation_data=(sources, targets))
+    assert int(reloaded.optimizer.iterations) == 3
 
 
 def test_share_embeddings_levels():
