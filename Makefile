@@ -10,7 +10,7 @@ $(BIN)/python:
 	$(BIN)/pip install --quiet --upgrade pip
 
 install: $(BIN)/python
-	$(BIN)/pip install --quiet -e ".[test,docs]"
+	$(BIN)/pip install --quiet -e ".[test,docs,beam]"
 
 test: install
 	$(BIN)/python -m pytest -q -n 2 tests

@@ -1,19 +1,14 @@
 """The Apache Beam shard writer (`kerasnmt[beam]`) writes the same files as `write_shards`.
 
-Needs apache-beam, which the `beam` extra installs; without it this module is skipped
-(it is not part of the default test environment: see docs/data.md).
+Needs apache-beam, which the `beam` extra installs (`make test` installs it).
 """
 
 import hashlib
 import os
 
-import pytest
-
-pytest.importorskip("apache_beam")
-
-from kerasnmt.data.beam_shards import write_shards_with_beam  # noqa: E402
-from kerasnmt.data.shards import read_shards, write_shards  # noqa: E402
-from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer  # noqa: E402
+from kerasnmt.data.beam_shards import write_shards_with_beam
+from kerasnmt.data.shards import read_shards, write_shards
+from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
 
 
 def _digests(directory):
