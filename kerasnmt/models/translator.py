@@ -8,8 +8,11 @@ import numpy as np
 import tensorflow as tf
 
 from kerasnmt.data.training_pipeline import make_training_batches
+from kerasnmt.data.vocabulary import END_OF_SENTENCE_ID, START_OF_SENTENCE_ID
+from kerasnmt.layers.beam_sampler import BeamSampler
 from kerasnmt.layers.transformer_decoder import TransformerDecoder
 from kerasnmt.layers.transformer_encoder import TransformerEncoder
+from kerasnmt.models.translation import decoding_length_limit, decoding_steps
 from kerasnmt.training.losses import (
     GUIDED_ALIGNMENT_TYPES,
     cross_entropy_sequence_loss,
@@ -18,6 +21,9 @@ from kerasnmt.training.losses import (
 from kerasnmt.training.noam_decay import NoamDecay
 from kerasnmt.training.non_finite_loss import StopOnNonFiniteLoss
 from kerasnmt.training.perplexity import Perplexity
+
+# The logits of every token but </s> when a translation reaches its length limit.
+_EXCLUDED_LOGIT = -1e9
 
 # OpenNMT-tf's embeddings sharing levels (`EmbeddingsSharingLevel`), by name and number.
 SHARE_EMBEDDINGS = ("none", "source_target_input", "target", "all")
@@ -330,6 +336,67 @@ class Translator(keras.Model):
             return logits, attention, [c["self_attention"] for c in cache]
 
         return step_fn, [c["self_attention"] for c in caches]
+
+    def decode(self, source_ids, source_length, sampler, length_ratio=2.0, length_offset=10):
+        """Translates source ids into target ids with a `BeamSampler` (numbers only, no text).
+
+        The encoder runs once; its outputs are projected and tiled per beam in the step
+        function's closure, and the decoder runs one position per step with its attention
+        cache, through `sampler` (greedy, beam search or sampling share this code). Works
+        eagerly, in `tf.function` and in `tf.function(jit_compile=True)`.
+
+        Decoding length: a sentence of `n` source tokens gets at most
+        `min(sampler.max_length, max(sampler.min_length, floor(length_ratio * n) +
+        length_offset))` target tokens (as fairseq's `max_len_a * n + max_len_b`); a
+        translation is cut there, without `</s>` probability (`</s>` is forced with
+        probability 1). When the source width `S` is static (pad sources to a few widths,
+        see `kerasnmt.models.translation.bucket_source_width`), the caches and output buffers
+        hold only `min(sampler.max_length, floor(length_ratio * S) + length_offset + 1)`
+        steps, not `max_length`: the beam search reorders every cache at every step, so
+        their size is the cost of a step. The limit is per sentence, so padding the source
+        wider never changes a translation.
+
+        Args:
+            source_ids: int `[B, S]` source ids, padded with 0.
+            source_length: int `[B]` source lengths.
+            sampler: a `kerasnmt.layers.BeamSampler`.
+            length_ratio: `a` of the per-sentence limit `floor(a * n) + b`.
+            length_offset: `b` of that limit.
+
+        Returns:
+            The sampler's dict: `"ids"` int32 `[B, n_best, T]` (tokens, `</s>` excluded,
+            padded with 0), `"lengths"` `[B, n_best]`, `"log_probs"` and `"scores"` float32
+            `[B, n_best]`, `"alignment"` float32 `[B, n_best, T, S]`, best first; `T` is the
+            number of steps the buffers hold (see above).
+        """
+        source_ids = tf.cast(source_ids, tf.int32)
+        source_length = tf.cast(source_length, tf.int32)
+        limits = decoding_length_limit(source_length, sampler, length_ratio, length_offset)
+        steps = decoding_steps(source_ids.shape[1], sampler, length_ratio, length_offset)
+        if steps != sampler.max_length:
+            config = dict(sampler.get_config(), max_length=steps)
+            config["min_length"] = min(sampler.min_length, steps)
+            sampler = BeamSampler.from_config(config)
+        encoder_outputs, padding_mask = self.encode(source_ids, source_length, training=False)
+        step_fn, initial_state = self.decoding_step_function(
+            encoder_outputs, padding_mask, sampler.beam_size, steps
+        )
+        row_limits = tf.repeat(limits, sampler.beam_size)
+        end_only = tf.one_hot(END_OF_SENTENCE_ID, self.target_vocabulary_size,
+                              on_value=0.0, off_value=_EXCLUDED_LOGIT)
+
+        def limited_step_fn(ids, step, state):
+            logits, attention, state = step_fn(ids, step, state)
+            at_limit = tf.greater_equal(step, row_limits)[:, tf.newaxis]
+            return tf.where(at_limit, end_only, logits), attention, state
+
+        return sampler(
+            limited_step_fn,
+            start_ids=tf.fill([tf.shape(source_ids)[0]], START_OF_SENTENCE_ID),
+            end_id=END_OF_SENTENCE_ID,
+            initial_state=initial_state,
+            attention_size=source_ids.shape[1] or tf.shape(source_ids)[1],
+        )
 
     # Loss and metrics.
 
