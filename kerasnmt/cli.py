@@ -14,6 +14,7 @@ import argparse
 import inspect
 import sys
 
+from kerasnmt.config import ConfigError, load_config
 from kerasnmt.data.sentencepiece_trainer import MODEL_TYPES, train_sentencepiece
 from kerasnmt.data.shards import write_shards
 from kerasnmt.data.text_files import ERROR_POLICIES
@@ -265,6 +266,75 @@ def prepare(parser):
     return run
 
 
+@subcommand
+def train(parser):
+    """Train a model from a YAML run configuration, resuming from its model_dir.
+
+    The configuration (see docs/training.md) is checked first: every mistake (unknown
+    key, wrong type, missing file, options that disagree) is reported with its key path
+    and the command stops with status 2 before anything runs. Then: tokenizers and
+    vocabularies (data), the Transformer (model), the training data pipeline (train),
+    and training with a progress bar, until train.max_step optimizer steps (or
+    --time-limit). The latest checkpoint of model_dir is restored first, so running the
+    command again continues a run. Checkpoints go to model_dir every
+    train.save_checkpoints_steps steps (the last train.keep_checkpoint_max kept),
+    TensorBoard logs to model_dir/logs (tensorboard --logdir MODEL_DIR/logs). With
+    data.eval_features_file and data.eval_labels_file, every eval.steps steps the
+    validation set is scored (loss, and BLEU and chrF of its translations, printed with
+    the sacreBLEU signatures and appended to model_dir/evaluations.jsonl), and
+    eval.export_on_best exports the best model to model_dir/export/STEP. At the end,
+    train.average_last_checkpoints checkpoints are averaged into model_dir/avg.
+    """
+    parser.add_argument("--config", required=True, metavar="RUN_YML", help="the run configuration")
+    parser.add_argument(
+        "--time-limit", type=float, metavar="SECONDS",
+        help="also stop after this many seconds of training (a checkpoint is saved)",
+    )
+    parser.add_argument(
+        "--verbose", type=int, choices=(0, 1, 2), default=1,
+        help="0: no progress display, 1: a progress bar (default), 2: one line per epoch "
+        "(an epoch is eval.steps steps)",
+    )
+
+    def run(args):
+        from kerasnmt.training_run import TRAINING_KEYS, train as train_run
+
+        config = load_config(args.config, required=TRAINING_KEYS)
+        result = train_run(config, time_limit=args.time_limit, verbose=args.verbose)
+        print(f"Training stopped at step {result.step}: {result.stop_reason}")
+        print(f"Last checkpoint: {result.checkpoint}")
+        if result.averaged_checkpoint:
+            print(f"Averaged checkpoint: {result.averaged_checkpoint}")
+
+    return run
+
+
+@subcommand
+def average_checkpoints(parser):
+    """Average the weights of the last checkpoints of a training run.
+
+    Reads the configuration (for the model's shape), averages every trainable weight
+    over the last --max-count checkpoints of model_dir (newest first, as OpenNMT-tf's
+    average_checkpoints) and writes the result as one checkpoint in --output
+    (default: MODEL_DIR/avg), numbered with the newest averaged step. `kerasnmt export`
+    and `kerasnmt translate` take it by default when it is the newest.
+    """
+    parser.add_argument("--config", required=True, metavar="RUN_YML", help="the run configuration")
+    parser.add_argument(
+        "--max-count", type=positive_int,
+        help="checkpoints to average (default: train.average_last_checkpoints, or 1 when 0)",
+    )
+    parser.add_argument("--output", metavar="DIR", help="where to write (default: MODEL_DIR/avg)")
+
+    def run(args):
+        from kerasnmt.training_run import MODEL_KEYS, average_run_checkpoints
+
+        config = load_config(args.config, required=("model_dir",) + MODEL_KEYS)
+        average_run_checkpoints(config, max_count=args.max_count, output_dir=args.output)
+
+    return run
+
+
 def make_parser():
     """The `kerasnmt` argument parser with every registered subcommand."""
     parser = argparse.ArgumentParser(
@@ -289,11 +359,15 @@ def main(argv=None):
     Usage errors exit through `argparse` (status 2, with the usage line). Bad input
     found while running (`ValueError`, which covers `CorpusError` and
     `VocabularyError`, and `OSError` such as a missing file) prints
-    `kerasnmt SUBCOMMAND: error: MESSAGE` on one line and returns 2.
+    `kerasnmt SUBCOMMAND: error: MESSAGE` on one line and returns 2; a configuration
+    error (`ConfigError`) keeps its one line per mistake.
     """
     args = make_parser().parse_args(argv)
     try:
         args.run(args)
+    except ConfigError as error:
+        print(f"{PROGRAM} {args.subcommand}: error: {error}", file=sys.stderr)
+        return BAD_INPUT_STATUS
     except (ValueError, OSError) as error:
         message = " ".join(str(error).split())
         print(f"{PROGRAM} {args.subcommand}: error: {message}", file=sys.stderr)

@@ -1,0 +1,585 @@
+"""A training run from a YAML configuration: what `kerasnmt train` does.
+
+`train(config)` takes a configuration checked by `kerasnmt.config.load_config` and runs
+it: tokenizers and vocabularies -> `TranslationPreprocessor` -> `Translator` (the `model`
+section) -> `kerasnmt.data.training_dataset` (the `train` section) -> `Translator.fit`,
+with checkpoints every `train.save_checkpoints_steps` (the last
+`train.keep_checkpoint_max` kept), resuming from the latest checkpoint of `model_dir`,
+TensorBoard summaries under `model_dir/logs`, and an evaluation of the validation set
+every `eval.steps` (loss, then BLEU and chrF of its translations) that can export the
+best model. The other functions build each piece from a configuration, for the
+commands that need a model without training it (`export`, `translate`,
+`average-checkpoints`).
+
+Steps are optimizer steps (weight updates): with gradient accumulation
+(`train.effective_batch_size`), one step is several batches.
+"""
+
+import dataclasses
+import json
+import math
+import os
+import shutil
+import time
+
+import keras
+import numpy as np
+import tensorflow as tf
+from tensorflow.core.framework import summary_pb2
+
+from kerasnmt.data.training_pipeline import training_dataset
+from kerasnmt.evaluation import read_lines, score_translations
+from kerasnmt.layers import (
+    BeamSampler,
+    SentencePieceTokenizer,
+    TranslationPreprocessor,
+    WhitespaceTokenizer,
+)
+from kerasnmt.models import Translator
+from kerasnmt.training import CheckpointCallback, NoamDecay, average_checkpoints
+from kerasnmt.training.checkpoint_callback import training_checkpoint
+
+# What a configuration must set to build a model, and to train it.
+MODEL_KEYS = ("data.source_vocabulary", "data.target_vocabulary")
+TRAINING_KEYS = ("model_dir",) + MODEL_KEYS + (
+    "data.train_features_file",
+    "data.train_labels_file",
+)
+AVERAGE_DIRECTORY = "avg"
+EXPORT_DIRECTORY = "export"
+LOG_DIRECTORY = "logs"
+EVALUATIONS_FILE = "evaluations.jsonl"
+# Sentences translated together when a batch size is counted in tokens.
+TRANSLATION_BATCH_SIZE = 32
+
+
+# ---------------------------------------------------------------------------------------
+# The pieces of a run, each from the configuration.
+# ---------------------------------------------------------------------------------------
+
+
+def build_preprocessor(config):
+    """The `TranslationPreprocessor` of `config["data"]`: SentencePiece or whitespace
+    tokenizers and the two vocabularies (no maximum lengths: training drops long pairs,
+    serving truncates at export)."""
+    data = config["data"]
+
+    def tokenizer(model):
+        return SentencePieceTokenizer(model) if model else WhitespaceTokenizer()
+
+    return TranslationPreprocessor(
+        tokenizer(data["source_sentencepiece"]),
+        tokenizer(data["target_sentencepiece"]),
+        data["source_vocabulary"],
+        data["target_vocabulary"],
+    )
+
+
+def build_translator(config):
+    """A new `Translator` shaped by `config["model"]` (and the loss options of `params`),
+    in `train.mixed_precision`'s dtype policy when set."""
+    model, params = config["model"], config["params"]
+    options = {}
+    if config["train"]["mixed_precision"] is not None:
+        options["dtype"] = config["train"]["mixed_precision"]
+    return Translator(
+        build_preprocessor(config),
+        num_layers=model["num_layers"],
+        num_units=model["num_units"],
+        num_heads=model["num_heads"],
+        ffn_inner_dim=model["ffn_inner_dim"],
+        dropout=model["dropout"],
+        attention_dropout=model["attention_dropout"],
+        ffn_dropout=model["ffn_dropout"],
+        maximum_relative_position=model["maximum_relative_position"],
+        pre_norm=model["pre_norm"],
+        share_embeddings=model["share_embeddings"],
+        label_smoothing=params["label_smoothing"],
+        guided_alignment_type=params["guided_alignment_type"],
+        guided_alignment_weight=params["guided_alignment_weight"],
+        **options,
+    )
+
+
+def build_sampler(config, n_best=None):
+    """The `BeamSampler` of the decoding options in `config["params"]`.
+
+    Args:
+        config: a checked configuration.
+        n_best: hypotheses to return; default `params.num_hypotheses`.
+    """
+    params = config["params"]
+    return BeamSampler(
+        beam_size=params["beam_width"],
+        length_penalty=params["length_penalty"],
+        coverage_penalty=params["coverage_penalty"],
+        top_k=params["sampling_topk"],
+        temperature=params["sampling_temperature"],
+        n_best=params["num_hypotheses"] if n_best is None else n_best,
+        max_length=params["maximum_decoding_length"],
+        min_length=params["minimum_decoding_length"],
+        seed=config["train"]["seed"],
+    )
+
+
+def accumulation_steps(config):
+    """Batches accumulated per optimizer step to reach `train.effective_batch_size`
+    (as `Translator.fit` computes it)."""
+    train = config["train"]
+    if train["effective_batch_size"] is None:
+        return 1
+    return max(math.ceil(train["effective_batch_size"] / train["batch_size"]), 1)
+
+
+def build_optimizer(config):
+    """The optimizer of `config["params"]`, with `NoamDecay` when `decay_type` says so and
+    gradient accumulation for `train.effective_batch_size`."""
+    params = config["params"]
+    steps = accumulation_steps(config)
+    learning_rate = params["learning_rate"]
+    if params["decay_type"] == "NoamDecay":
+        learning_rate = NoamDecay(
+            learning_rate,
+            params["decay_params"]["model_dim"],
+            params["decay_params"]["warmup_steps"],
+            step_duration=steps,
+        )
+    optimizer_class = getattr(keras.optimizers, params["optimizer"])
+    return optimizer_class(
+        learning_rate=learning_rate,
+        gradient_accumulation_steps=steps if steps > 1 else None,
+        **params["optimizer_params"],
+    )
+
+
+def latest_checkpoint(config, checkpoint=None):
+    """The checkpoint a model is restored from for export or translation.
+
+    Args:
+        config: a checked configuration.
+        checkpoint: a checkpoint path (`model_dir/ckpt-1000`) or a directory of
+            checkpoints (its latest is taken); default: `model_dir/avg`'s latest when it
+            averages up to the latest training step, else `model_dir`'s latest.
+
+    Raises:
+        ValueError: when there is no checkpoint there.
+    """
+    if checkpoint is not None:
+        checkpoint = os.fspath(checkpoint)
+        if os.path.isdir(checkpoint):
+            path = tf.train.latest_checkpoint(checkpoint)
+            if path is None:
+                raise ValueError(f"no checkpoint in {checkpoint}")
+            return path
+        if not tf.io.gfile.exists(checkpoint + ".index"):
+            raise ValueError(f"{checkpoint}: no such checkpoint (no {checkpoint}.index)")
+        return checkpoint
+    model_dir = config["model_dir"]
+    if model_dir is None:
+        raise ValueError("no checkpoint given and model_dir is not set in the configuration")
+    latest = tf.train.latest_checkpoint(model_dir)
+    averaged = tf.train.latest_checkpoint(os.path.join(model_dir, AVERAGE_DIRECTORY))
+    if averaged is not None and (latest is None or _step_of(averaged) >= _step_of(latest)):
+        return averaged
+    if latest is None:
+        raise ValueError(f"no checkpoint in {model_dir}: train first (kerasnmt train)")
+    return latest
+
+
+def _step_of(checkpoint_path):
+    """The step of a `ckpt-STEP` checkpoint (`CheckpointCallback` numbers them by step)."""
+    return int(checkpoint_path.rsplit("-", 1)[-1])
+
+
+def restore_translator(config, checkpoint=None):
+    """A `Translator` built from `config` with the weights of a checkpoint.
+
+    Args:
+        config: a checked configuration (its `model` and `data` vocabularies must be those
+            the checkpoint was trained with).
+        checkpoint: see `latest_checkpoint`.
+
+    Returns:
+        `(translator, checkpoint_path)`.
+    """
+    path = latest_checkpoint(config, checkpoint)
+    translator = build_translator(config)
+    status = tf.train.Checkpoint(model=translator).restore(path)
+    try:
+        status.expect_partial().assert_existing_objects_matched()
+    except AssertionError as error:
+        raise ValueError(
+            f"{path} does not match the model of the configuration (model section or "
+            f"vocabularies differ): {str(error).splitlines()[0]}"
+        ) from None
+    return translator, path
+
+
+# ---------------------------------------------------------------------------------------
+# Callbacks of a run.
+# ---------------------------------------------------------------------------------------
+
+
+def _step(model):
+    return int(keras.ops.convert_to_numpy(model.optimizer.iterations))
+
+
+# TensorBoard's scalar summaries, written with core TensorFlow (`tf.summary.scalar` needs the
+# tensorboard package, which TensorFlow no longer installs).
+_SCALAR_METADATA = summary_pb2.SummaryMetadata(
+    plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars")
+)
+
+
+def write_scalar(name, value, step):
+    """Writes a TensorBoard scalar to the default summary writer."""
+    tf.summary.write(name, tf.constant(float(value), tf.float32), step=step,
+                     metadata=_SCALAR_METADATA)
+
+
+class _StopAtStep(keras.callbacks.Callback):
+    """Stops at `max_step` optimizer steps or after `time_limit` seconds of training."""
+
+    def __init__(self, max_step, time_limit):
+        super().__init__()
+        self.max_step = max_step
+        self.time_limit = time_limit
+        self.reason = None
+
+    def on_train_begin(self, logs=None):
+        self._start = time.monotonic()
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.max_step is not None and _step(self.model) >= self.max_step:
+            self.reason = f"reached train.max_step ({self.max_step})"
+        elif self.time_limit is not None and time.monotonic() - self._start >= self.time_limit:
+            self.reason = f"reached the time limit ({self.time_limit:g} s)"
+        if self.reason is not None:
+            self.model.stop_training = True
+
+
+class _TrainingSummaries(keras.callbacks.Callback):
+    """Writes the training logs and the learning rate to TensorBoard every `every` steps,
+    at the optimizer step (so a resumed run continues the curves)."""
+
+    def __init__(self, directory, every):
+        super().__init__()
+        self.writer = tf.summary.create_file_writer(directory)
+        self.every = every
+        self._last_step = None
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = _step(self.model)
+        if step % self.every or step == self._last_step:
+            return
+        self._last_step = step
+        with self.writer.as_default():
+            for name, value in (logs or {}).items():
+                write_scalar(name, value, step)
+            learning_rate = self.model.optimizer.learning_rate
+            write_scalar("learning_rate", keras.ops.convert_to_numpy(learning_rate), step)
+        self.writer.flush()
+
+    def on_train_end(self, logs=None):
+        self.writer.flush()
+
+
+class _Evaluation(keras.callbacks.Callback):
+    """At the end of each epoch (`eval.steps` optimizer steps): validation loss, BLEU and
+    chrF of the translations, TensorBoard summaries, the history file, and the export of
+    the best model. The values join the epoch's logs as `val_loss`, `val_bleu`, `val_chrf`
+    (in Keras' `History`)."""
+
+    def __init__(self, config, sampler, export_fn):
+        super().__init__()
+        evaluation, data = config["eval"], config["data"]
+        self.config = config
+        self.sampler = sampler
+        self.export_fn = export_fn
+        self.sources = read_lines(data["eval_features_file"])
+        self.references = read_lines(data["eval_labels_file"])
+        if len(self.sources) != len(self.references):
+            raise ValueError(
+                f"{data['eval_features_file']} has {len(self.sources)} lines but "
+                f"{data['eval_labels_file']} has {len(self.references)}: the validation "
+                "files must be line-aligned"
+            )
+        if not self.sources:
+            raise ValueError(f"{data['eval_features_file']}: the validation set is empty")
+        model_dir = config["model_dir"]
+        self.writer = tf.summary.create_file_writer(os.path.join(model_dir, LOG_DIRECTORY, "eval"))
+        self.history_path = os.path.join(model_dir, EVALUATIONS_FILE)
+        self.metric = evaluation["export_on_best"]
+        self.history = _read_history(self.history_path)
+        self.last_step = self.history[-1]["step"] if self.history else None
+
+    def on_epoch_end(self, epoch, logs=None):
+        step = _step(self.model)
+        if step == self.last_step:
+            return
+        self.last_step = step
+        results = evaluate_run(self.model, self.config, self.sampler,
+                               self.sources, self.references)
+        record = {"step": step, **{key: value for key, value in results.items()
+                                   if not key.endswith("_signature")}}
+        text = ", ".join(f"{key} {value:.4g}" if key == "loss" else f"{key} {value:.2f}"
+                         for key, value in record.items() if key != "step")
+        print(f"\nEvaluation at step {step}: {text}", flush=True)
+        for key, value in results.items():
+            if key.endswith("_signature"):
+                print(f"  {key.replace('_', ' ')}: {value}", flush=True)
+        with self.writer.as_default():
+            for key, value in record.items():
+                if key != "step":
+                    write_scalar(key, value, step)
+        self.writer.flush()
+        if logs is not None:
+            logs.update({f"val_{key}": value for key, value in record.items() if key != "step"})
+        if self.metric is not None and self._is_best(record):
+            path = self.export_fn(self.model, step)
+            record["exported"] = path
+            print(f"  new best {self.metric}: exported to {path}", flush=True)
+        self.history.append(record)
+        with open(self.history_path, "a", encoding="utf-8") as stream:
+            stream.write(json.dumps(record) + "\n")
+
+    def _is_best(self, record):
+        previous = [entry[self.metric] for entry in self.history if self.metric in entry]
+        if not previous:
+            return True
+        if self.metric == "loss":
+            return record["loss"] < min(previous)
+        return record[self.metric] > max(previous)
+
+
+def _read_history(path):
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as stream:
+        return [json.loads(line) for line in stream if line.strip()]
+
+
+def evaluate_run(translator, config, sampler, sources, references):
+    """Validation loss and the `eval.scorers` of the translations of `sources`.
+
+    The loss is computed on batches of `eval.batch_size` (`eval.batch_type`); the
+    translations on batches of `eval.batch_size` sentences (32 when it counts tokens).
+
+    Returns:
+        `{"loss": float, "bleu": float, "bleu_signature": str, "chrf": ..., ...}` for the
+        scorers of `config["eval"]["scorers"]`.
+    """
+    evaluation = config["eval"]
+    loss = translator.evaluate(
+        x=np.array(sources, dtype=object),
+        y=np.array(references, dtype=object),
+        batch_size=evaluation["batch_size"],
+        batch_type=evaluation["batch_type"],
+        verbose=0,
+        return_dict=True,
+    )["loss"]
+    translations = translator.translate(
+        sources,
+        sampler=sampler,
+        batch_size=(
+            evaluation["batch_size"] if evaluation["batch_type"] == "examples"
+            else TRANSLATION_BATCH_SIZE
+        ),
+        replace_unknown_target=config["params"]["replace_unknown_target"],
+    )
+    results = {"loss": float(loss)}
+    scores = score_translations(translations, references)
+    for scorer in evaluation["scorers"]:
+        results[scorer] = getattr(scores, scorer)
+        results[f"{scorer}_signature"] = getattr(scores, f"{scorer}_signature")
+    return results
+
+
+def _export_best(config, sampler):
+    """`export_fn(translator, step)`: exports to `model_dir/export/STEP`, keeping the last
+    `eval.max_exports_to_keep` exports."""
+    from kerasnmt.export import export_translator  # noqa: PLC0415 (export imports this module)
+
+    directory = os.path.join(config["model_dir"], EXPORT_DIRECTORY)
+
+    def export_fn(translator, step):
+        path = os.path.join(directory, str(step))
+        export_translator(translator, path, sampler=sampler, **export_options(config))
+        steps = sorted(int(name) for name in os.listdir(directory) if name.isdigit())
+        for old in steps[: -config["eval"]["max_exports_to_keep"]]:
+            shutil.rmtree(os.path.join(directory, str(old)), ignore_errors=True)
+        return path
+
+    return export_fn
+
+
+def export_options(config):
+    """The `export_translator` options that come from the configuration."""
+    maximum = config["train"]["maximum_features_length"]
+    return {} if maximum is None else {"maximum_source_length": maximum}
+
+
+# ---------------------------------------------------------------------------------------
+# The run.
+# ---------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class TrainingResult:
+    """What a training run ended with.
+
+    Attributes:
+        translator: the trained `Translator` (with averaged weights when the run averaged
+            checkpoints).
+        step: the last optimizer step.
+        checkpoint: the last checkpoint written.
+        averaged_checkpoint: the averaged checkpoint, or None.
+        stop_reason: why training stopped.
+        history: the Keras `History` of `fit` (None when there was nothing to train).
+    """
+
+    translator: Translator
+    step: int
+    checkpoint: str
+    averaged_checkpoint: str | None
+    stop_reason: str
+    history: keras.callbacks.History | None
+
+
+def train(config, time_limit=None, verbose="auto"):
+    """Trains the model a configuration describes, resuming from its `model_dir`.
+
+    Args:
+        config: a configuration from `kerasnmt.config.load_config` with every key of
+            `TRAINING_KEYS` set.
+        time_limit: stop after this many seconds of training (checked after each batch),
+            besides `train.max_step`.
+        verbose: Keras' progress display: `"auto"`, 0 (silent), 1 (progress bar) or 2
+            (one line an epoch).
+
+    Returns:
+        A `TrainingResult`.
+    """
+    missing = [key for key in TRAINING_KEYS if _get(config, key) is None]
+    if missing:
+        raise ValueError(f"training needs these configuration keys: {', '.join(missing)}")
+    train_section, data = config["train"], config["data"]
+    model_dir = config["model_dir"]
+    os.makedirs(model_dir, exist_ok=True)
+    if train_section["seed"] is not None:
+        keras.utils.set_random_seed(train_section["seed"])
+
+    translator = build_translator(config)
+    translator.compile(optimizer=build_optimizer(config))
+    checkpoint = training_checkpoint(translator)
+    manager = tf.train.CheckpointManager(
+        checkpoint, model_dir, max_to_keep=train_section["keep_checkpoint_max"]
+    )
+    if manager.latest_checkpoint:
+        checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
+        print(f"Restored {manager.latest_checkpoint} (step {_step(translator)})", flush=True)
+    start_step = _step(translator)
+    max_step = train_section["max_step"]
+    if max_step is not None and start_step >= max_step:
+        print(f"Nothing to train: step {start_step} already reaches train.max_step ({max_step})")
+        return TrainingResult(translator, start_step, manager.latest_checkpoint, None,
+                              "already at train.max_step", None)
+
+    dataset = training_dataset(
+        data["train_features_file"],
+        data["train_labels_file"],
+        translator.preprocessor,
+        alignment_file=data["train_alignments"],
+        batch_size=train_section["batch_size"],
+        batch_type=train_section["batch_type"],
+        length_bucket_width=train_section["length_bucket_width"],
+        maximum_features_length=train_section["maximum_features_length"],
+        maximum_labels_length=train_section["maximum_labels_length"],
+        sample_buffer_size=train_section["sample_buffer_size"],
+        seed=train_section["seed"],
+        train_files_weights=data["train_files_weights"],
+    )
+    accumulation = accumulation_steps(config)
+    period = config["eval"]["steps"]
+    stopper = _StopAtStep(max_step, time_limit)
+    checkpoints = CheckpointCallback(
+        model_dir,
+        save_every_steps=train_section["save_checkpoints_steps"],
+        keep_checkpoints=train_section["keep_checkpoint_max"],
+        restore=False,
+    )
+    callbacks = [
+        checkpoints,
+        _TrainingSummaries(
+            os.path.join(model_dir, LOG_DIRECTORY, "train"), train_section["save_summary_steps"]
+        ),
+    ]
+    if data["eval_features_file"] is not None:
+        sampler = build_sampler(config, n_best=1)
+        callbacks.append(_Evaluation(config, sampler, _export_best(config, sampler)))
+    callbacks.append(stopper)  # last: the epoch ends after the others saw the batch
+    epochs = math.ceil(max_step / period) if max_step is not None else 10**9
+    try:
+        history = translator.fit(
+            dataset,
+            batch_size=train_section["batch_size"],
+            effective_batch_size=train_section["effective_batch_size"],
+            steps_per_epoch=period * accumulation,
+            initial_epoch=start_step // period,
+            epochs=max(epochs, start_step // period + 1),
+            callbacks=callbacks,
+            verbose=verbose,
+        )
+    except KeyboardInterrupt:
+        if checkpoints.manager is not None:
+            checkpoints._save(_step(translator))
+            print(f"\nInterrupted: saved {checkpoints.manager.latest_checkpoint}", flush=True)
+        raise
+    step = _step(translator)
+    last_checkpoint = checkpoints.manager.latest_checkpoint
+    averaged = None
+    count = train_section["average_last_checkpoints"]
+    if count > 0:
+        averaged = average_run_checkpoints(config, translator, count)
+    return TrainingResult(
+        translator, step, last_checkpoint, averaged, stopper.reason or "end of training", history
+    )
+
+
+def average_run_checkpoints(config, translator=None, max_count=None, output_dir=None):
+    """Averages the last checkpoints of `model_dir` into a checkpoint of `output_dir`.
+
+    Args:
+        config: a checked configuration with `model_dir`.
+        translator: the model to fill (built from `config` when None).
+        max_count: checkpoints to average; default `train.average_last_checkpoints`.
+        output_dir: default `model_dir/avg`. It keeps one checkpoint, numbered with the
+            step of the newest averaged checkpoint.
+
+    Returns:
+        The path of the averaged checkpoint.
+    """
+    model_dir = config["model_dir"]
+    if model_dir is None:
+        raise ValueError("model_dir is not set in the configuration")
+    max_count = max_count or config["train"]["average_last_checkpoints"] or 1
+    output_dir = output_dir or os.path.join(model_dir, AVERAGE_DIRECTORY)
+    if os.path.abspath(output_dir) == os.path.abspath(model_dir):
+        raise ValueError("the averaged checkpoint must go to another directory than model_dir")
+    if translator is None:
+        translator = build_translator(config)
+    paths = average_checkpoints(model_dir, translator, max_count=max_count)
+    manager = tf.train.CheckpointManager(
+        tf.train.Checkpoint(model=translator), output_dir, max_to_keep=1
+    )
+    path = manager.save(checkpoint_number=_step_of(paths[0]))
+    print(f"Averaged {len(paths)} checkpoints ({', '.join(os.path.basename(p) for p in paths)}) "
+          f"into {path}", flush=True)
+    return path
+
+
+def _get(config, key_path):
+    value = config
+    for key in key_path.split("."):
+        value = value[key]
+    return value

@@ -1,0 +1,142 @@
+"""`kerasnmt train` / `kerasnmt.training_run.train` and `kerasnmt average-checkpoints`."""
+
+import glob
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from kerasnmt import cli
+from kerasnmt.config import load_config
+from kerasnmt.training_run import TRAINING_KEYS, restore_translator, train
+from tests.run_fixtures import tiny_run, write_config, write_corpus
+
+
+@pytest.fixture
+def run_dir(tmp_path):
+    return write_corpus(tmp_path)
+
+
+def _scalars(directory):
+    """{tag: {step: value}} of the TensorBoard event files of a directory."""
+    values = {}
+    for path in glob.glob(os.path.join(directory, "events.out.tfevents.*")):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                assert value.metadata.plugin_data.plugin_name == "scalars"
+                scalar = float(tf.make_ndarray(value.tensor))
+                values.setdefault(value.tag, {})[event.step] = scalar
+    return values
+
+
+def _checkpoint_weights(config_path, checkpoint):
+    """The trainable weights a checkpoint gives the model of a configuration."""
+    translator, _ = restore_translator(load_config(config_path), checkpoint)
+    return [weight.numpy() for weight in translator.trainable_weights]
+
+
+def test_config_mistakes_stop_the_command_before_anything_runs(run_dir, capsys):
+    config = tiny_run(train={"batch_sise": 8, "max_step": "ten"})
+    config["data"]["eval_features_file"] = "missing.src"
+    path = write_config(run_dir, config)
+    status = cli.main(["train", "--config", str(path)])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert "3 errors in the configuration" in err
+    for line in [
+        "data.eval_features_file: file not found",
+        "train.batch_sise: unknown key (did you mean train.batch_size?)",
+        "train.max_step: expected an integer >= 1, or null, got 'ten'",
+    ]:
+        assert line in err
+    assert "Traceback" not in err
+    assert not (run_dir / "model").exists()
+
+
+def test_keys_training_needs_are_required(run_dir, capsys):
+    config = tiny_run()
+    del config["data"]["train_features_file"], config["data"]["train_labels_file"]
+    status = cli.main(["train", "--config", str(write_config(run_dir, config))])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert "data.train_features_file: required but not set" in err
+    assert "data.train_labels_file: required but not set" in err
+
+
+def test_trains_checkpoints_resumes_logs_and_averages(run_dir, capsys):
+    config_path = write_config(run_dir, tiny_run(train={
+        "max_step": 4, "save_checkpoints_steps": 2, "keep_checkpoint_max": 2,
+        "save_summary_steps": 2, "average_last_checkpoints": 2,
+    }))
+    status = cli.main(["train", "--config", str(config_path), "--verbose", "0"])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    model_dir = run_dir / "model"
+    assert tf.train.get_checkpoint_state(str(model_dir)).all_model_checkpoint_paths[-2:] == [
+        str(model_dir / "ckpt-2"), str(model_dir / "ckpt-4")]
+    assert "Training stopped at step 4: reached train.max_step (4)" in out
+
+    # Resuming: continue from step 4 to 6; only the last two checkpoints stay.
+    config = tiny_run(train={
+        "max_step": 6, "save_checkpoints_steps": 2, "keep_checkpoint_max": 2,
+        "save_summary_steps": 2, "average_last_checkpoints": 2,
+    })
+    write_config(run_dir, config)
+    result = train(load_config(config_path, required=TRAINING_KEYS), verbose=0)
+    out = capsys.readouterr().out
+    assert f"Restored {model_dir / 'ckpt-4'} (step 4)" in out
+    assert result.step == 6
+    assert sorted(os.path.basename(p) for p in glob.glob(str(model_dir / "ckpt-*.index"))) == [
+        "ckpt-4.index", "ckpt-6.index"]
+
+    # TensorBoard: the loss and learning rate every 2 steps, at the optimizer step, across
+    # the two runs.
+    scalars = _scalars(model_dir / "logs" / "train")
+    assert sorted(scalars["loss"]) == [2, 4, 6]
+    assert scalars["learning_rate"][6] == pytest.approx(0.01)
+
+    # The averaged checkpoint holds the mean of ckpt-4 and ckpt-6.
+    assert result.averaged_checkpoint == str(model_dir / "avg" / "ckpt-6")
+    first = _checkpoint_weights(config_path, str(model_dir / "ckpt-4"))
+    second = _checkpoint_weights(config_path, str(model_dir / "ckpt-6"))
+    averaged = _checkpoint_weights(config_path, result.averaged_checkpoint)
+    for value, a, b in zip(averaged, first, second):
+        np.testing.assert_allclose(value, (a + b) / 2, rtol=1e-6, atol=1e-7)
+    # Training changed the weights between the two checkpoints.
+    assert sum(not np.allclose(a, b) for a, b in zip(first, second)) > 0
+    # By default, export and translate take the averaged checkpoint, the newest.
+    assert restore_translator(load_config(config_path))[1] == result.averaged_checkpoint
+
+    # Running again has nothing to do.
+    assert train(load_config(config_path, required=TRAINING_KEYS), verbose=0).step == 6
+    assert "Nothing to train: step 6 already reaches train.max_step (6)" in capsys.readouterr().out
+
+    # average-checkpoints from the command line: the last one only = ckpt-6 itself.
+    output = run_dir / "last"
+    status = cli.main(["average-checkpoints", "--config", str(config_path), "--max-count", "1",
+                       "--output", str(output)])
+    assert status == 0
+    for value, expected in zip(_checkpoint_weights(config_path, str(output)), second):
+        np.testing.assert_array_equal(value, expected)
+
+
+def test_gradient_accumulation_counts_steps_as_weight_updates(run_dir):
+    config_path = write_config(run_dir, tiny_run(train={
+        "batch_size": 4, "effective_batch_size": 8, "max_step": 3,
+        "average_last_checkpoints": 0, "save_checkpoints_steps": 3,
+    }))
+    result = train(load_config(config_path, required=TRAINING_KEYS), verbose=0)
+    optimizer = result.translator.optimizer
+    assert int(optimizer.iterations) == 3
+    assert int(optimizer._iterations) == 6  # two batches per update
+    assert result.checkpoint.endswith("ckpt-3")
+
+
+def test_time_limit_stops_training(run_dir):
+    config_path = write_config(run_dir, tiny_run(train={"max_step": 1000,
+                                                         "average_last_checkpoints": 0}))
+    result = train(load_config(config_path, required=TRAINING_KEYS), time_limit=0, verbose=0)
+    assert result.step == 1
+    assert result.stop_reason == "reached the time limit (0 s)"
+    assert result.checkpoint.endswith("ckpt-1")
