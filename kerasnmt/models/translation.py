@@ -3,6 +3,10 @@
 import numpy as np
 import tensorflow as tf
 
+from kerasnmt.data.vocabulary import PADDING_ID, START_OF_SENTENCE_ID
+from kerasnmt.layers.preprocessing_layer import drop_padding_tokens
+from kerasnmt.layers.vocab_lookup import UNKNOWN_TOKEN
+
 
 def decoding_length_limit(source_length, sampler, length_ratio, length_offset):
     """The most target tokens each sentence may get: int32 `[B]`.
@@ -40,3 +44,92 @@ def _check_length_arguments(length_ratio, length_offset):
         raise ValueError(
             f"Translator.decode: length_offset must be an int >= 1, got {length_offset!r}"
         )
+
+
+def bucket_source_width(length, minimum=8):
+    """The width a batch whose longest source has `length` tokens is padded to.
+
+    Multiples of `minimum` up to `8 * minimum`, then four widths per doubling (multiples
+    of a quarter of the last power of two): at most 25% padding, and few distinct shapes
+    (each new shape is a new trace, and under XLA a new compilation).
+
+    Example:
+    >>> [bucket_source_width(n) for n in (0, 1, 8, 9, 63, 65, 100, 129, 300)]
+    [8, 8, 8, 16, 64, 80, 112, 160, 320]
+    """
+    length = max(int(length), 1)
+    step = minimum
+    if length > 8 * minimum:
+        step = 2 ** (length.bit_length() - 1) // 4  # a quarter of the power of two below
+    return -(-length // step) * step
+
+
+def source_features(preprocessor, with_tokens):
+    """A function of one source sentence -> its `{"ids", "length"}` (and `"tokens"`, the
+    tokens the ids stand for, when `with_tokens`), for `inference_dataset`."""
+
+    def features(sentence):
+        if not with_tokens:
+            return preprocessor(sentence)
+        tokens = drop_padding_tokens(preprocessor.source_tokenizer(sentence))
+        if preprocessor.maximum_source_length is not None:
+            tokens = tokens[: preprocessor.maximum_source_length]
+        return dict(preprocessor.source_lookup(tokens), tokens=tokens)
+
+    return features
+
+
+def pad_batch(source_ids, source_length, batch_size, width):
+    """Pads a batch to `[batch_size, width]` ids; the added rows repeat the first one (so
+    they finish decoding with it). Returns NumPy `(ids, lengths)`."""
+    ids = np.zeros([batch_size, width], np.int32)
+    lengths = np.zeros([batch_size], np.int32)
+    count, current_width = source_ids.shape
+    ids[:count, :current_width] = source_ids
+    lengths[:count] = source_length
+    ids[count:] = ids[0]
+    lengths[count:] = lengths[0]
+    return ids, lengths
+
+
+def hypotheses(outputs, count, target_vocabulary, unknown_id, source_tokens=None,
+               source_length=None):
+    """The first `count` examples of a batch of `Translator.decode` outputs, as Python.
+
+    Returns one list per example of `n_best` dicts (best first): `"tokens"` (str),
+    `"score"`, `"log_prob"`, `"alignment"` (`[len(tokens), source length]` NumPy, when
+    `source_length` is given). When `source_tokens` (`[B, S]` bytes) are given, each unknown
+    target token is replaced by the source token with the highest attention.
+    """
+    ids, lengths = outputs["ids"].numpy(), outputs["lengths"].numpy()
+    scores, log_probs = outputs["scores"].numpy(), outputs["log_probs"].numpy()
+    alignment = outputs["alignment"].numpy() if "alignment" in outputs else None
+    results = []
+    for i in range(count):
+        n_best = []
+        for k in range(ids.shape[1]):
+            token_ids = ids[i, k, : lengths[i, k]]
+            # <blank> and <s> are not text (as in `VocabLookup.invert`): dropped.
+            kept = (token_ids != PADDING_ID) & (token_ids != START_OF_SENTENCE_ID)
+            token_ids = token_ids[kept]
+            attention = None
+            if alignment is not None and source_length is not None:
+                attention = alignment[i, k, : lengths[i, k], : source_length[i]][kept]
+            tokens = []
+            for t, token_id in enumerate(token_ids.tolist()):
+                if token_id == unknown_id and source_tokens is not None and source_length[i] > 0:
+                    tokens.append(source_tokens[i][int(np.argmax(attention[t]))].decode())
+                elif token_id >= len(target_vocabulary):
+                    tokens.append(UNKNOWN_TOKEN)
+                else:
+                    tokens.append(target_vocabulary[token_id])
+            hypothesis = {
+                "tokens": tokens,
+                "score": float(scores[i, k]),
+                "log_prob": float(log_probs[i, k]),
+            }
+            if attention is not None:
+                hypothesis["alignment"] = attention
+            n_best.append(hypothesis)
+        results.append(n_best)
+    return results

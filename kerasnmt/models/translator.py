@@ -1,5 +1,6 @@
 """The translation model users fit, evaluate (and later translate with and export)."""
 
+import json
 import math
 import warnings
 
@@ -7,12 +8,20 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from kerasnmt.data.inference_pipeline import in_original_order, inference_dataset
 from kerasnmt.data.training_pipeline import make_training_batches
 from kerasnmt.data.vocabulary import END_OF_SENTENCE_ID, START_OF_SENTENCE_ID
 from kerasnmt.layers.beam_sampler import BeamSampler
 from kerasnmt.layers.transformer_decoder import TransformerDecoder
 from kerasnmt.layers.transformer_encoder import TransformerEncoder
-from kerasnmt.models.translation import decoding_length_limit, decoding_steps
+from kerasnmt.models.translation import (
+    bucket_source_width,
+    decoding_length_limit,
+    decoding_steps,
+    hypotheses,
+    pad_batch,
+    source_features,
+)
 from kerasnmt.training.losses import (
     GUIDED_ALIGNMENT_TYPES,
     cross_entropy_sequence_loss,
@@ -397,6 +406,96 @@ class Translator(keras.Model):
             initial_state=initial_state,
             attention_size=source_ids.shape[1] or tf.shape(source_ids)[1],
         )
+
+    def translate(
+        self,
+        sentences,
+        sampler=None,
+        batch_size=32,
+        return_details=False,
+        replace_unknown_target=False,
+        jit_compile=True,
+    ):
+        """Translates sentences (raw text in, detokenized text out, in input order).
+
+        Sentences are preprocessed in `tf.data` and batched by similar source lengths
+        (`kerasnmt.data.inference_dataset`); each batch is padded to `batch_size` rows and
+        to a few source widths (`kerasnmt.models.translation.bucket_source_width`), so that
+        one compiled `decode` per width (and sampler configuration) serves every batch and
+        every later call; the translations are put back in input order.
+
+        Args:
+            sentences: source sentences (list, NumPy array or 1-D string tensor).
+            sampler: a `kerasnmt.layers.BeamSampler`; default `BeamSampler()`, beam search
+                of width 4 without penalties (the configuration's defaults).
+            batch_size: sentences decoded together.
+            return_details: return the n-best hypotheses with their scores and alignments
+                instead of the best translation only.
+            replace_unknown_target: replace each unknown target token (the out-of-vocabulary
+                id) by the source token it attends to most (first head of the last
+                decoder layer).
+            jit_compile: XLA-compile the decoding (one compilation per batch shape; faster
+                decoding steps).
+
+        Returns:
+            A list of strings, one per sentence; with `return_details`, one list per
+            sentence of `sampler.n_best` dicts, best first: `"text"` (the detokenized
+            translation), `"tokens"` (its target tokens), `"score"` (penalized),
+            `"log_prob"` (cumulative log-probability) and `"alignment"` (NumPy
+            `[len(tokens), source tokens]` attention weights).
+        """
+        sampler = BeamSampler() if sampler is None else sampler
+        sentences = _string_array(sentences, "sentences")
+        batches = inference_dataset(
+            tf.data.Dataset.from_tensor_slices(sentences),
+            source_features(self.preprocessor, with_tokens=replace_unknown_target),
+            batch_size,
+            length_bucket_width=8,
+        )
+        decode = self._decode_function(sampler, jit_compile)
+        target_vocabulary = self.preprocessor.target_vocabulary
+        unknown_id = self.target_vocabulary_size - 1
+
+        def translated_batches():
+            for features in batches:
+                length = features["length"].numpy()
+                ids, padded_length = pad_batch(
+                    features["ids"].numpy(), length, batch_size,
+                    bucket_source_width(length.max() if len(length) else 0),
+                )
+                outputs = decode(tf.constant(ids), tf.constant(padded_length))
+                tokens = features["tokens"].numpy() if replace_unknown_target else None
+                results = hypotheses(
+                    outputs, len(length), target_vocabulary, unknown_id, tokens, length
+                )
+                texts = self.preprocessor.target_tokenizer.detokenize(tf.ragged.constant(
+                    [h["tokens"] for n_best in results for h in n_best], dtype=tf.string,
+                    ragged_rank=1,
+                )).numpy()
+                for n_best in results:
+                    for hypothesis in n_best:
+                        hypothesis["text"], texts = texts[0].decode(), texts[1:]
+                if not return_details:
+                    results = [n_best[0]["text"] for n_best in results]
+                yield features["index"].numpy(), results
+
+        return list(in_original_order(translated_batches()))
+
+    def _decode_function(self, sampler, jit_compile):
+        """`decode` with `sampler` as a `tf.function`, one per sampler configuration (kept:
+        each traces and compiles once per batch shape)."""
+        functions = self.__dict__.get("_decode_functions")
+        if functions is None:
+            functions = {}
+            object.__setattr__(self, "_decode_functions", functions)
+        config = sampler.get_config()
+        config.pop("name", None)
+        key = (json.dumps(config, sort_keys=True, default=str), bool(jit_compile))
+        if key not in functions:
+            functions[key] = tf.function(
+                lambda ids, length: self.decode(ids, length, sampler), jit_compile=jit_compile
+            )
+        return functions[key]
 
     # Loss and metrics.
 

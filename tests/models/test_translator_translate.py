@@ -1,12 +1,14 @@
 """Translator.decode (numeric) and Translator.translate (text), against independent answers."""
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from kerasnmt.data.vocabulary import END_OF_SENTENCE_ID, START_OF_SENTENCE_ID
 from kerasnmt.layers import BeamSampler
-from tests.models.translator_fixtures import tiny_translator
+from kerasnmt.models.translation import bucket_source_width, hypotheses
+from tests.models.translator_fixtures import corpus, tiny_translator
 
 SOURCE_IDS = np.array([[3, 4, 5, 6, 7], [8, 9, 0, 0, 0], [10, 3, 9, 0, 0]], np.int32)
 SOURCE_LENGTH = np.array([5, 2, 3], np.int32)
@@ -70,7 +72,8 @@ def test_decode_is_the_same_with_wider_source_padding_and_under_xla():
     compiled = tf.function(
         lambda ids, length: translator.decode(ids, length, sampler), jit_compile=True
     )
-    for outputs in (translator.decode(wider, SOURCE_LENGTH, sampler), compiled(wider, SOURCE_LENGTH)):
+    for outputs in (translator.decode(wider, SOURCE_LENGTH, sampler),
+                    compiled(wider, SOURCE_LENGTH)):
         # Limits 20, 14, 16 < 30, and the buffers now hold the sampler's 30 steps.
         assert outputs["ids"].shape[-1] == 30
         np.testing.assert_array_equal(outputs["lengths"], expected["lengths"])
@@ -95,3 +98,122 @@ def test_decode_respects_the_sampler_max_length_and_the_length_arguments():
     assert (outputs["lengths"].numpy()[:, 0] <= limits).all()
     with pytest.raises(ValueError, match="length_offset must be an int >= 1"):
         translator.decode(SOURCE_IDS, SOURCE_LENGTH, BeamSampler(), length_offset=0)
+
+
+@pytest.fixture(scope="module")
+def trained():
+    """A tiny Translator fitted on the 20-pair corpus until every target token has a
+    teacher-forced probability above 0.9. Then a hypothesis that leaves a target (at least
+    one token of probability below 0.1, log 0.1 = -2.3) scores below the target (above
+    7 * log 0.9 = -0.74 for its at most 7 tokens, length penalty divisors in [1, 1.52]):
+    greedy and beam search both reproduce the corpus."""
+    sources, targets = corpus(20)
+    translator = tiny_translator(num_units=32, num_heads=4, ffn_inner_dim=64)
+    translator.compile(optimizer=keras.optimizers.Adam(0.01), jit_compile=True)
+    features, labels = translator.preprocessor(
+        tf.constant(list(sources)), tf.constant(list(targets))
+    )
+    inputs = {"source_ids": features["ids"], "source_length": features["length"],
+              "target_ids": labels["ids"]}
+    ids_out, lengths = labels["ids_out"].numpy(), labels["length"].numpy()
+
+    class StopWhenEveryTargetIsReproduced(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            probabilities = tf.nn.softmax(translator(inputs)["logits"]).numpy()
+            self.model.stop_training = all(
+                (probabilities[i, np.arange(n), ids_out[i, :n]] > 0.9).all()
+                for i, n in enumerate(lengths)
+            )
+
+    translator.fit(sources, targets, batch_size=20, length_bucket_width=8,
+                   pad_to_bucket_boundary=True, epochs=300, verbose=0,
+                   callbacks=[StopWhenEveryTargetIsReproduced()])
+    return translator, sources, targets
+
+
+def test_translate_reproduces_the_training_corpus_greedy_and_beam_4(trained):
+    translator, sources, targets = trained
+    for sampler in (BeamSampler(beam_size=1), BeamSampler(beam_size=4, length_penalty=0.6)):
+        assert translator.translate(sources, sampler=sampler) == list(targets)
+
+
+def test_translate_restores_input_order_across_batches_and_widths(trained):
+    """Sorted-by-length batches of 3 (some padded), two source widths, outputs in input order:
+    each sentence's translation equals its translation alone."""
+    translator, sources, targets = trained
+    sentences = list(sources[:7]) + ["a b c d e f g h a b c"]  # 11 tokens: width 16
+    sampler = BeamSampler(beam_size=1)
+    together = translator.translate(sentences, sampler=sampler, batch_size=3, jit_compile=False)
+    alone = [
+        translator.translate([s], sampler=sampler, batch_size=1, jit_compile=False)[0]
+        for s in sentences
+    ]
+    assert together == alone
+    assert together[:7] == list(targets[:7])
+
+
+def test_translate_details_are_the_n_best_list(trained):
+    translator, sources, targets = trained
+    sampler = BeamSampler(beam_size=3, n_best=3, length_penalty=0.6, freeze_finished_scores=True)
+    details = translator.translate(sources[:4], sampler=sampler, return_details=True)
+    assert len(details) == 4
+    for source, target, n_best in zip(sources[:4], targets[:4], details):
+        assert len(n_best) == 3
+        assert n_best[0]["text"] == target and n_best[0]["tokens"] == target.split()
+        scores = [h["score"] for h in n_best]
+        assert scores == sorted(scores, reverse=True)
+        for h in n_best:
+            assert h["text"] == " ".join(h["tokens"])
+            # Length penalty 0.6 of (5 + tokens + </s>) / 6 (frozen when </s> is emitted).
+            penalty = ((5.0 + len(h["tokens"]) + 1) / 6.0) ** 0.6
+            assert h["score"] == pytest.approx(h["log_prob"] / penalty, abs=1e-5)
+            assert h["alignment"].shape == (len(h["tokens"]), len(source.split()))
+            np.testing.assert_allclose(h["alignment"].sum(-1), 1.0, atol=1e-5)
+
+
+def test_replace_unknown_target_takes_the_most_attended_source_token():
+    """An untrained model emits the unknown id (11) often: each <unk> becomes the source
+    token of its highest alignment weight, every other token stays."""
+    translator = tiny_translator(seed=0)
+    sentences = ["a b c", "e f g h a b c d e f", "d"]
+    arguments = dict(sampler=BeamSampler(beam_size=2, n_best=2), return_details=True,
+                     jit_compile=False)
+    plain = translator.translate(sentences, **arguments)
+    replaced = translator.translate(sentences, replace_unknown_target=True, **arguments)
+    unknowns = 0
+    for sentence, plain_n_best, replaced_n_best in zip(sentences, plain, replaced):
+        source = sentence.split()
+        for before, after in zip(plain_n_best, replaced_n_best):
+            expected = [
+                source[int(np.argmax(weights))] if token == "<unk>" else token
+                for token, weights in zip(before["tokens"], before["alignment"])
+            ]
+            assert after["tokens"] == expected and after["text"] == " ".join(expected)
+            unknowns += before["tokens"].count("<unk>")
+    assert unknowns > 0
+
+
+def test_hypotheses_replace_unknown_tokens_from_real_source_positions_only():
+    """A hand-made decode output: the unknown id 5 takes the most attended source token
+    among the first `source_length` (the padding column has the largest weight)."""
+    outputs = {
+        "ids": tf.constant([[[3, 5, 5, 0]]]),
+        "lengths": tf.constant([[3]]),
+        "scores": tf.constant([[-1.5]]),
+        "log_probs": tf.constant([[-2.0]]),
+        "alignment": tf.constant([[[[0.1, 0.6, 0.3], [0.7, 0.2, 0.9], [0.1, 0.3, 0.95],
+                                    [0.0, 0.0, 0.0]]]]),
+    }
+    vocabulary = ["<blank>", "<s>", "</s>", "X", "Y"]
+    source_tokens = np.array([[b"ein", b"Haus", b""]], dtype=object)
+    (n_best,) = hypotheses(outputs, 1, vocabulary, 5, source_tokens, np.array([2]))
+    assert n_best[0]["tokens"] == ["X", "ein", "Haus"]
+    assert (n_best[0]["score"], n_best[0]["log_prob"]) == (-1.5, -2.0)
+    np.testing.assert_allclose(n_best[0]["alignment"], [[0.1, 0.6], [0.7, 0.2], [0.1, 0.3]])
+    (n_best,) = hypotheses(outputs, 1, vocabulary, 5)
+    assert n_best[0]["tokens"] == ["X", "<unk>", "<unk>"] and "alignment" not in n_best[0]
+
+
+def test_bucket_source_width():
+    assert [bucket_source_width(n) for n in (0, 1, 8, 9, 40, 64, 65, 80, 81, 128, 129)] == [
+        8, 8, 8, 16, 40, 64, 80, 80, 96, 128, 160]
