@@ -84,7 +84,7 @@ class TransformerDecoderLayer(TransformerEncoderLayer):
 
         Returns:
             `{"self_attention": {"keys", "values"}, "cross_attention": {"keys", "values"}}`,
-            `[B, max_length, H, D/H]` and `[B, S, H, D/H]` tensors (batch-major, so a beam
+            `[B, H, max_length, D/H]` and `[B, H, S, D/H]` tensors (batch-major, so a beam
             search may tile and reorder them with `tf.gather` on axis 0).
         """
         if not self.built:

@@ -315,7 +315,7 @@ class Translator(keras.Model):
         The encoder keys/values of every decoder layer are projected once and tiled
         `beam_size` times (constant during decoding, so captured by the step function rather
         than reordered with the beams); the state holds the self-attention caches
-        `[B, max_length, H, D/H]`, which the sampler tiles and reorders.
+        `[B, H, max_length, D/H]`, which the sampler tiles and reorders.
 
         Args:
             encoder_outputs: `[B, S, D]` from `encode`.
@@ -492,8 +492,12 @@ class Translator(keras.Model):
         config.pop("name", None)
         key = (json.dumps(config, sort_keys=True, default=str), bool(jit_compile))
         if key not in functions:
+            # No autograph: decode has no Python control flow on tensors, and converting
+            # the layers' code would double the tracing time of each new batch shape.
             functions[key] = tf.function(
-                lambda ids, length: self.decode(ids, length, sampler), jit_compile=jit_compile
+                lambda ids, length: self.decode(ids, length, sampler),
+                jit_compile=jit_compile,
+                autograph=False,
             )
         return functions[key]
 

@@ -103,9 +103,10 @@ def test_incremental_self_attention_equals_full_causal_attention():
     for step in range(7):
         outputs, cache = step_fn(query[:, step : step + 1], cache, tf.constant(step))
         np.testing.assert_allclose(outputs[:, 0], full[:, step], atol=1e-5)
-    # The cache holds the keys of the 7 decoded positions and zeros after them.
-    assert np.all(cache["keys"].numpy()[:, 7:] == 0)
-    assert np.all(np.abs(cache["keys"].numpy()[:, :7]).sum(axis=(2, 3)) > 0)
+    # The cache [B, H, L, D] holds the keys of the 7 decoded positions and zeros after them.
+    assert cache["keys"].shape == (3, 2, 9, 3)
+    assert np.all(cache["keys"].numpy()[:, :, 7:] == 0)
+    assert np.all(np.abs(cache["keys"].numpy()[:, :, :7]).sum(axis=(1, 3)) > 0)
 
 
 def test_memory_cache_equals_cross_attention():
