@@ -31,8 +31,11 @@ from kerasnmt.training.noam_decay import NoamDecay
 from kerasnmt.training.non_finite_loss import StopOnNonFiniteLoss
 from kerasnmt.training.perplexity import Perplexity
 
-# The logits of every token but </s> when a translation reaches its length limit.
+# The logits of every token but </s> when a translation reaches its length limit, and of
+# the ids that pad the vocabulary to a multiple of _LOGITS_CHUNK during decoding.
 _EXCLUDED_LOGIT = -1e9
+# BeamSampler's top-k reads the logits in chunks of 64: no per-step padding copy then.
+_LOGITS_CHUNK = 64
 
 # OpenNMT-tf's embeddings sharing levels (`EmbeddingsSharingLevel`), by name and number.
 SHARE_EMBEDDINGS = ("none", "source_target_input", "target", "all")
@@ -287,6 +290,19 @@ class Translator(keras.Model):
         )
         return outputs, padding_mask
 
+    def _output_projection(self, vocabulary_multiple=1):
+        """The output layer as `(kernel [D, V'], bias [V'])`, `V` rounded up to a multiple
+        of `vocabulary_multiple` (added columns: zero kernel, -1e9 bias)."""
+        if self.output_layer is not None:
+            kernel, bias = self.output_layer.kernel, self.output_layer.bias
+        else:
+            kernel, bias = tf.transpose(self.target_embedding.embeddings), self.output_bias
+        padding = -self.target_vocabulary_size % vocabulary_multiple
+        if padding:
+            kernel = tf.pad(kernel, [[0, 0], [0, padding]])
+            bias = tf.pad(bias, [[0, padding]], constant_values=_EXCLUDED_LOGIT)
+        return kernel, bias
+
     def _logits(self, decoder_outputs):
         if self.output_layer is not None:
             return self.output_layer(decoder_outputs)
@@ -309,7 +325,9 @@ class Translator(keras.Model):
 
     # Incremental decoding, the API a BeamSampler drives.
 
-    def decoding_step_function(self, encoder_outputs, source_padding_mask, beam_size, max_length):
+    def decoding_step_function(
+        self, encoder_outputs, source_padding_mask, beam_size, max_length, vocabulary_multiple=1
+    ):
         """A step function and its initial state, for `BeamSampler` (encoder run once).
 
         The encoder keys/values of every decoder layer are projected once and tiled
@@ -322,11 +340,16 @@ class Translator(keras.Model):
             source_padding_mask: `[B, S]` from `encode`.
             beam_size: hypotheses per example.
             max_length: decoding steps the caches hold.
+            vocabulary_multiple: round the logits' width `V` up to a multiple of this; the
+                added ids get a logit of -1e9 (never chosen). The output projection is padded
+                once, so a sampler that reads the logits in chunks (`BeamSampler`'s top-k
+                reads chunks of 64) needs no copy of them at each step.
 
         Returns:
             `(step_fn, initial_state)`: `step_fn(ids [B*K], step, state) -> (logits [B*K, V]
             float32, attention [B*K, S], new_state)`; `initial_state` has batch size `B`.
         """
+        kernel, bias = self._output_projection(vocabulary_multiple)
         caches = self.decoder.initial_cache(encoder_outputs, max_length)
         memory = [
             tf.nest.map_structure(lambda t: tf.repeat(t, beam_size, axis=0), c["cross_attention"])
@@ -341,8 +364,9 @@ class Translator(keras.Model):
             outputs, attention, cache = self.decoder.decode_step(
                 self.target_embedding(tf.cast(ids, tf.int32)), step, cache, tiled_mask
             )
-            logits = tf.cast(self._logits(outputs), tf.float32)
-            return logits, attention, [c["self_attention"] for c in cache]
+            logits = tf.matmul(outputs, tf.cast(kernel, outputs.dtype))
+            logits += tf.cast(bias, outputs.dtype)
+            return tf.cast(logits, tf.float32), attention, [c["self_attention"] for c in cache]
 
         return step_fn, [c["self_attention"] for c in caches]
 
@@ -388,11 +412,12 @@ class Translator(keras.Model):
             sampler = BeamSampler.from_config(config)
         encoder_outputs, padding_mask = self.encode(source_ids, source_length, training=False)
         step_fn, initial_state = self.decoding_step_function(
-            encoder_outputs, padding_mask, sampler.beam_size, steps
+            encoder_outputs, padding_mask, sampler.beam_size, steps,
+            vocabulary_multiple=_LOGITS_CHUNK,
         )
         row_limits = tf.repeat(limits, sampler.beam_size)
-        end_only = tf.one_hot(END_OF_SENTENCE_ID, self.target_vocabulary_size,
-                              on_value=0.0, off_value=_EXCLUDED_LOGIT)
+        width = self.target_vocabulary_size + (-self.target_vocabulary_size % _LOGITS_CHUNK)
+        end_only = tf.one_hot(END_OF_SENTENCE_ID, width, on_value=0.0, off_value=_EXCLUDED_LOGIT)
 
         def limited_step_fn(ids, step, state):
             logits, attention, state = step_fn(ids, step, state)
