@@ -12,6 +12,7 @@ with a one-line message on stderr and exit status 2, without a traceback.
 
 import argparse
 import inspect
+import os
 import sys
 
 from kerasnmt.config import ConfigError, load_config
@@ -333,6 +334,292 @@ def average_checkpoints(parser):
         average_run_checkpoints(config, max_count=args.max_count, output_dir=args.output)
 
     return run
+
+
+def _load_model_for_decoding(args):
+    """The `Translator` (and configuration, or None) that --config/--checkpoint or
+    --model name."""
+    from kerasnmt.training_run import MODEL_KEYS, restore_translator
+
+    config = load_config(args.config, required=MODEL_KEYS) if args.config else None
+    if args.model:
+        import keras
+
+        if not os.path.isfile(args.model):
+            raise OSError(f"{args.model}: no such file")
+        translator = keras.saving.load_model(args.model, compile=False)
+        print(f"Loaded {args.model}", file=sys.stderr)
+        return translator, config
+    translator, checkpoint = restore_translator(config, args.checkpoint)
+    print(f"Restored {checkpoint}", file=sys.stderr)
+    return translator, config
+
+
+def _sampler(config, n_best):
+    from kerasnmt.layers import BeamSampler
+    from kerasnmt.training_run import build_sampler
+
+    if config is None:
+        sampler = BeamSampler(n_best=n_best)
+    else:
+        sampler = build_sampler(config, n_best=n_best)
+    return sampler
+
+
+def _add_model_arguments(parser):
+    parser.add_argument(
+        "--config", metavar="RUN_YML",
+        help="the run configuration: the model's shape and vocabularies, and the decoding "
+        "options (params); the weights come from its model_dir",
+    )
+    parser.add_argument(
+        "--checkpoint", metavar="PATH",
+        help="with --config: a checkpoint (MODEL_DIR/ckpt-STEP) or a directory of them "
+        "(default: MODEL_DIR/avg when it is the newest, else the latest of MODEL_DIR)",
+    )
+    parser.add_argument(
+        "--model", metavar="FILE.keras",
+        help="a model saved with translator.save('FILE.keras'), instead of a checkpoint; "
+        "decoding options come from --config when given, else beam search of width 4",
+    )
+
+
+def _check_model_arguments(parser, args):
+    if not args.config and not args.model:
+        parser.error("give --config (a trained run) or --model (a .keras file)")
+    if args.checkpoint and (args.model or not args.config):
+        parser.error("--checkpoint goes with --config, not with --model")
+
+
+@subcommand
+def export(parser):
+    """Export a trained model as one SavedModel that translates raw text.
+
+    The SavedModel (see docs/serving.md) takes a batch of raw sentences and returns
+    their translations: tokenization, vocabulary lookup, beam search (compiled with XLA
+    for a few source widths and batch sizes) and detokenization all run inside it. Its
+    signatures: serving_default (source -> translation, score) and n_best (source ->
+    translations, scores, log_probs[, alignments]). The decoding options are those of
+    the configuration's params section (beam_width, length_penalty, coverage_penalty,
+    sampling_topk, sampling_temperature, num_hypotheses, maximum_decoding_length,
+    minimum_decoding_length, replace_unknown_target), fixed in the export. Sources are
+    cut to --maximum-source-length tokens. The directory is written under a temporary
+    name and renamed, so an interrupted export leaves an existing one intact. Load it with
+    TensorFlow alone (plus `import tensorflow_text` for SentencePiece models), or serve it
+    with TF Serving.
+    """
+    parser.add_argument(
+        "output", metavar="OUTPUT",
+        help="the SavedModel directory to write (replaced if it exists); with "
+        "--next-version, the model base path in which version OUTPUT/N is written",
+    )
+    _add_model_arguments(parser)
+    parser.add_argument(
+        "--next-version", action="store_true",
+        help="write OUTPUT/N with N one more than the highest version number in OUTPUT "
+        "(TF Serving's layout; 1 for a new OUTPUT)",
+    )
+    parser.add_argument(
+        "--n-best", type=positive_int,
+        help="hypotheses the n_best signature returns (default: params.num_hypotheses; "
+        "at most params.beam_width)",
+    )
+    parser.add_argument(
+        "--with-alignments", action="store_true",
+        help="add the attention alignments to the n_best signature",
+    )
+    parser.add_argument(
+        "--maximum-source-length", type=positive_int,
+        help="sources are cut to this many tokens (default: train.maximum_features_length, "
+        "else 256)",
+    )
+    parser.add_argument(
+        "--no-xla", action="store_true", help="do not compile the decoding with XLA"
+    )
+
+    def run(args):
+        from kerasnmt.export import (
+            DEFAULT_MAXIMUM_SOURCE_LENGTH,
+            export_translator,
+            next_version_path,
+        )
+        from kerasnmt.training_run import export_options
+
+        _check_model_arguments(parser, args)
+        translator, config = _load_model_for_decoding(args)
+        options = export_options(config) if config is not None else {}
+        if args.maximum_source_length:
+            options["maximum_source_length"] = args.maximum_source_length
+        options.setdefault("maximum_source_length", DEFAULT_MAXIMUM_SOURCE_LENGTH)
+        n_best = args.n_best or (config["params"]["num_hypotheses"] if config else 1)
+        path = next_version_path(args.output) if args.next_version else args.output
+        export_translator(
+            translator, path, sampler=_sampler(config, n_best),
+            with_alignments=args.with_alignments,
+            replace_unknown_target=bool(config and config["params"]["replace_unknown_target"]),
+            jit_compile=not args.no_xla, **options,
+        )
+        print(f"Exported to {path}")
+
+    return run
+
+
+def _read_sentences(path):
+    """The lines of a UTF-8 file, or of stdin for None/'-'."""
+    from kerasnmt.evaluation import read_lines
+
+    if path and path != "-":
+        return read_lines(path)
+    lines = []
+    for line_number, raw in enumerate(sys.stdin.buffer.read().splitlines(), start=1):
+        try:
+            lines.append(raw.decode("utf-8"))
+        except UnicodeDecodeError as error:
+            raise ValueError(f"stdin, line {line_number}: not valid UTF-8 ({error})") from None
+    return lines
+
+
+class _SavedModelTranslator:
+    """Translates with an exported SavedModel, batched by similar lengths."""
+
+    def __init__(self, path, n_best):
+        import tensorflow as tf
+
+        if not os.path.isfile(os.path.join(path, "saved_model.pb")):
+            raise OSError(f"{path}: not a SavedModel directory (no saved_model.pb)")
+        self.tf = tf
+        model = tf.saved_model.load(path)
+        self.signature = model.signatures["n_best" if n_best > 1 else "serving_default"]
+        self.n_best = n_best
+
+    def __call__(self, sentences):
+        """A list of n-best lists of (text, score) pairs, one per sentence."""
+        source = self.tf.constant(sentences, self.tf.string)
+        if self.n_best == 1:
+            outputs = self.signature(source=source)
+            return [[(text.decode("utf-8"), float(score))] for text, score in
+                    zip(outputs["translation"].numpy(), outputs["score"].numpy())]
+        outputs = self.signature(source=source)
+        available = outputs["translations"].shape[1]
+        if available < self.n_best:
+            raise ValueError(
+                f"the SavedModel returns {available} hypotheses a sentence (exported with "
+                f"n_best={available}): export it again with --n-best {self.n_best}"
+            )
+        return [
+            [(text.decode("utf-8"), float(score)) for text, score in
+             zip(texts[: self.n_best], scores[: self.n_best])]
+            for texts, scores in zip(outputs["translations"].numpy(), outputs["scores"].numpy())
+        ]
+
+
+class _CheckpointTranslator:
+    """Translates with `Translator.translate`."""
+
+    def __init__(self, translator, config, n_best, batch_size):
+        self.translator = translator
+        self.sampler = _sampler(config, max(n_best, config["params"]["num_hypotheses"])
+                                if config else n_best)
+        self.n_best = n_best
+        self.batch_size = batch_size
+        self.replace_unknown_target = bool(config and config["params"]["replace_unknown_target"])
+
+    def __call__(self, sentences):
+        results = self.translator.translate(
+            sentences, sampler=self.sampler, batch_size=self.batch_size, return_details=True,
+            replace_unknown_target=self.replace_unknown_target,
+        )
+        return [[(h["text"], h["score"]) for h in n_best[: self.n_best]] for n_best in results]
+
+
+@subcommand
+def translate(parser):
+    """Translate sentences with an exported SavedModel or a trained model.
+
+    Reads raw source sentences, one a line (UTF-8), from --input or stdin, and writes
+    their translations, one a line in the same order, to --output or stdout. With
+    --n-best N, each sentence gets N lines (its hypotheses, best first); with
+    --with-scores, each line is "SCORE ||| TRANSLATION" (the penalized log-probability
+    the beam search ranks by; higher is better), as OpenNMT-tf prints them.
+
+    With --saved-model, the SavedModel decides the decoding options (fixed at export);
+    with --config (and --checkpoint) or --model, they come from the configuration's
+    params section (beam_width, length_penalty, ...). Sentences are translated in
+    batches of similar lengths; a progress bar is shown when --output is a file.
+    """
+    parser.add_argument(
+        "--saved-model", metavar="DIR", help="an exported SavedModel (kerasnmt export)"
+    )
+    _add_model_arguments(parser)
+    parser.add_argument("--input", "-i", metavar="FILE", help="source sentences (default: stdin)")
+    parser.add_argument("--output", "-o", metavar="FILE", help="where to write (default: stdout)")
+    parser.add_argument(
+        "--n-best", type=positive_int,
+        help="hypotheses to write for each sentence (default: infer.n_best of --config, else 1)",
+    )
+    parser.add_argument(
+        "--with-scores", action="store_true",
+        help="write SCORE ||| TRANSLATION (default: infer.with_scores of --config)",
+    )
+    parser.add_argument(
+        "--batch-size", type=positive_int,
+        help="sentences translated together (default: infer.batch_size of --config, else 32)",
+    )
+
+    def run(args):
+        if args.saved_model and (args.config or args.model or args.checkpoint):
+            parser.error("--saved-model goes alone, without --config, --checkpoint or --model")
+        if not args.saved_model:
+            _check_model_arguments(parser, args)
+        translator, config = (None, None) if args.saved_model else _load_model_for_decoding(args)
+        infer = config["infer"] if config else {}
+        n_best = args.n_best or infer.get("n_best", 1)
+        with_scores = args.with_scores or infer.get("with_scores", False)
+        batch_size = args.batch_size or (
+            infer["batch_size"] if infer and infer["batch_type"] == "examples" else 32
+        )
+        if args.saved_model:
+            translate_batch = _SavedModelTranslator(args.saved_model, n_best)
+        else:
+            if config and n_best > config["params"]["beam_width"]:
+                raise ValueError(
+                    f"--n-best {n_best} is more than params.beam_width "
+                    f"({config['params']['beam_width']})"
+                )
+            translate_batch = _CheckpointTranslator(translator, config, n_best, batch_size)
+        sentences = _read_sentences(args.input)
+        stream = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
+        try:
+            for n_best_list in _translate_in_order(sentences, translate_batch, batch_size,
+                                                   progress=bool(args.output)):
+                for text, score in n_best_list:
+                    stream.write(f"{score:.6f} ||| {text}\n" if with_scores else f"{text}\n")
+        finally:
+            if args.output:
+                stream.close()
+        if args.output:
+            print(f"wrote {len(sentences)} translations to {args.output}")
+
+    return run
+
+
+def _translate_in_order(sentences, translate_batch, batch_size, progress):
+    """Translates sentences sorted by length in blocks, yields results in input order."""
+    order = sorted(range(len(sentences)), key=lambda i: len(sentences[i].split()))
+    block = batch_size if isinstance(translate_batch, _SavedModelTranslator) else batch_size * 8
+    results = [None] * len(sentences)
+    bar = None
+    if progress:
+        import keras
+
+        bar = keras.utils.Progbar(len(sentences), unit_name="sentence")
+    for start in range(0, len(order), block):
+        indices = order[start:start + block]
+        for index, result in zip(indices, translate_batch([sentences[i] for i in indices])):
+            results[index] = result
+        if bar is not None:
+            bar.add(len(indices))
+    return results
 
 
 def make_parser():

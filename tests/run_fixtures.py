@@ -51,6 +51,9 @@ def tiny_run(**sections):
             "effective_batch_size": None,
             "sample_buffer_size": 0,
             "seed": 1,
+            # Also the exports' maximum source length: few source widths to compile.
+            "maximum_features_length": 8,
+            "maximum_labels_length": 8,
         },
     }
     for section, values in sections.items():

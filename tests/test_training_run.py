@@ -1,6 +1,7 @@
 """`kerasnmt train` / `kerasnmt.training_run.train` and `kerasnmt average-checkpoints`."""
 
 import glob
+import json
 import os
 
 import numpy as np
@@ -9,7 +10,8 @@ import tensorflow as tf
 
 from kerasnmt import cli
 from kerasnmt.config import load_config
-from kerasnmt.training_run import TRAINING_KEYS, restore_translator, train
+from kerasnmt.evaluation import score_translations
+from kerasnmt.training_run import TRAINING_KEYS, build_sampler, restore_translator, train
 from tests.run_fixtures import tiny_run, write_config, write_corpus
 
 
@@ -140,3 +142,41 @@ def test_time_limit_stops_training(run_dir):
     assert result.step == 1
     assert result.stop_reason == "reached the time limit (0 s)"
     assert result.checkpoint.endswith("ckpt-1")
+
+
+def test_evaluates_every_eval_steps_and_exports_the_best(run_dir, capsys):
+    config = tiny_run(
+        train={"max_step": 4, "average_last_checkpoints": 0, "save_checkpoints_steps": 2},
+        eval={"steps": 2, "export_on_best": "loss", "max_exports_to_keep": 1},
+    )
+    config["data"].update(eval_features_file="val.src", eval_labels_file="val.tgt")
+    config_path = write_config(run_dir, config)
+    result = train(load_config(config_path, required=TRAINING_KEYS), verbose=0)
+    out = capsys.readouterr().out
+    model_dir = run_dir / "model"
+    with open(model_dir / "evaluations.jsonl", encoding="utf-8") as stream:
+        records = [json.loads(line) for line in stream]
+    assert [record["step"] for record in records] == [2, 4]
+    assert set(records[0]) >= {"step", "loss", "bleu", "chrf"}
+    assert "BLEU signature: nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp" in out.replace(
+        "bleu signature", "BLEU signature")
+
+    # The last evaluation's scores are those of the final model's translations.
+    sources = (run_dir / "val.src").read_text(encoding="utf-8").splitlines()
+    references = (run_dir / "val.tgt").read_text(encoding="utf-8").splitlines()
+    translator, _ = restore_translator(load_config(config_path), str(model_dir / "ckpt-4"))
+    translations = translator.translate(
+        sources, sampler=build_sampler(load_config(config_path), n_best=1)
+    )
+    scores = score_translations(translations, references)
+    assert records[-1]["bleu"] == pytest.approx(scores.bleu)
+    assert records[-1]["chrf"] == pytest.approx(scores.chrf)
+    assert result.history.history["val_loss"] == pytest.approx([r["loss"] for r in records])
+
+    # Loss on the training pairs falls, so each evaluation is a new best; one export kept.
+    assert records[1]["loss"] < records[0]["loss"]
+    assert records[1]["exported"] == str(model_dir / "export" / "4")
+    assert sorted(os.listdir(model_dir / "export")) == ["4"]
+    assert os.path.exists(model_dir / "export" / "4" / "saved_model.pb")
+    scalars = _scalars(model_dir / "logs" / "eval")
+    assert sorted(scalars["bleu"]) == [2, 4]

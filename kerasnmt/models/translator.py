@@ -526,6 +526,28 @@ class Translator(keras.Model):
             )
         return functions[key]
 
+    def export(self, filepath, sampler=None, **options):
+        """Writes a SavedModel that translates raw text, for TF Serving or any TensorFlow.
+
+        See `kerasnmt.export.export_translator` (this is `export_translator(self,
+        filepath, sampler, **options)`): signatures `serving_default` (`source` strings ->
+        `translation`, `score`) and `n_best`, decoding compiled with XLA for a few source
+        widths, written atomically.
+
+        Args:
+            filepath: the SavedModel directory.
+            sampler: the `BeamSampler` whose options the SavedModel keeps (default
+                `BeamSampler()`).
+            **options: `maximum_source_length`, `with_alignments`,
+                `replace_unknown_target`, ... of `export_translator`.
+
+        Returns:
+            `filepath`.
+        """
+        from kerasnmt.export import export_translator  # noqa: PLC0415 (export imports layers)
+
+        return export_translator(self, filepath, sampler=sampler, **options)
+
     # Loss and metrics.
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):

@@ -1,0 +1,373 @@
+"""Export a `Translator` as one SavedModel that translates raw text (TF Serving, Python).
+
+The SavedModel is written with `keras.export.ExportArchive`, which TensorFlow's two
+loaders read: `tf.saved_model.load` and the session loader of TF Serving and
+`saved_model_cli`. Inside it:
+
+1. the input strings are made valid UTF-8 (invalid bytes become U+FFFD), tokenized and
+   looked up by the model's own `TranslationPreprocessor` (string ops, outside XLA), and
+   each source is cut to its first `maximum_source_length` tokens; a sentence with no
+   token (empty or whitespace only) translates to the empty string with score 0;
+2. the batch's token ids are padded to the smallest source width of
+   `source_length_buckets` that holds its longest source, and its rows to the smallest
+   of `batch_size_buckets` that holds them (larger batches go through in chunks of the
+   largest), so the numeric decoding sees a few shapes only;
+3. `Translator.decode` runs the encoder and the `BeamSampler` compiled by XLA
+   (`jit_compile=True`), one function traced per source width, compiled once per
+   (batch bucket, width) and then reused;
+4. the ids are turned back into text by the preprocessor (`detokenize_target`).
+
+The vocabularies and the SentencePiece model are constants of the graph
+(`saved_model.pb`), so the directory is self-contained: copy it anywhere. Loading it
+needs TensorFlow only; a model that tokenizes with SentencePiece also needs the
+SentencePiece op of TensorFlow Text (`import tensorflow_text`, which stock TF Serving
+links).
+
+Signatures:
+
+- `serving_default`: `source` string `[None]` -> `translation` string `[None]`,
+  `score` float32 `[None]` (the best hypothesis and its penalized score);
+- `n_best`: `source` -> `translations` string `[None, n]`, `scores` and `log_probs`
+  float32 `[None, n]` (best first, `n = sampler.n_best`), and with
+  `with_alignments=True`, `alignments` float32 `[None, n, target_length, source_length]`
+  (the last decoder layer's first attention head: one row per target token, `</s>`
+  excluded, over the truncated source tokens; zeros on padding).
+"""
+
+import os
+import shutil
+import tempfile
+
+import keras
+import tensorflow as tf
+
+from kerasnmt.data.vocabulary import PADDING_ID, START_OF_SENTENCE_ID
+from kerasnmt.layers import BeamSampler
+from kerasnmt.layers.preprocessing_layer import drop_padding_tokens
+from kerasnmt.layers.vocab_lookup import UNKNOWN_TOKEN
+
+SERVING_SIGNATURE = "serving_default"
+N_BEST_SIGNATURE = "n_best"
+DEFAULT_MAXIMUM_SOURCE_LENGTH = 256
+DEFAULT_BATCH_SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64)
+SMALLEST_SOURCE_BUCKET = 8
+_EXECUTION_FUNCTIONS = ("train_function", "test_function", "predict_function")
+
+
+def default_source_length_buckets(maximum_source_length):
+    """Powers of two from 8 below `maximum_source_length`, then `maximum_source_length`.
+
+    Example:
+    >>> default_source_length_buckets(100)
+    [8, 16, 32, 64, 100]
+    """
+    buckets, width = [], SMALLEST_SOURCE_BUCKET
+    while width < maximum_source_length:
+        buckets.append(width)
+        width *= 2
+    return buckets + [maximum_source_length]
+
+
+def _check_buckets(name, buckets):
+    buckets = [int(value) for value in buckets]
+    if not buckets or buckets != sorted(set(buckets)) or buckets[0] < 1:
+        raise ValueError(f"{name} must be increasing positive integers, got {buckets}")
+    return buckets
+
+
+def _maximum(values):
+    """The largest of integer `values`, 0 when there is none."""
+    return tf.reduce_max(tf.concat([tf.reshape(values, [-1]), [0]], 0))
+
+
+def _bucket_index(value, buckets):
+    """Index of the smallest bucket >= value (value <= buckets[-1])."""
+    return tf.searchsorted(tf.constant(buckets, tf.int32), tf.reshape(value, [1]))[0]
+
+
+class _TranslateFunction:
+    """The graph of the signatures: text -> padded ids -> XLA decode -> text."""
+
+    def __init__(self, translator, sampler, maximum_source_length, source_length_buckets,
+                 batch_size_buckets, length_ratio, length_offset, replace_unknown_target,
+                 jit_compile):
+        self.translator = translator
+        self.preprocessor = translator.preprocessor
+        self.sampler = sampler
+        self.maximum_source_length = maximum_source_length
+        self.source_length_buckets = source_length_buckets
+        self.batch_size_buckets = batch_size_buckets
+        self.replace_unknown_target = replace_unknown_target
+        self.decode = tf.function(
+            lambda ids, length: translator.decode(
+                ids, length, sampler, length_ratio=length_ratio, length_offset=length_offset
+            ),
+            jit_compile=jit_compile,
+            autograph=False,
+        )
+
+    def hypotheses(self, source):
+        """`[B]` strings -> the decode outputs (`[B, n, ...]`), the source lengths kept
+        (`[B]`) and, with `replace_unknown_target`, the source tokens (`[B, S]`)."""
+        source = tf.strings.unicode_transcode(
+            source, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
+        )
+        tokens = drop_padding_tokens(self.preprocessor.source_tokenizer(source))
+        tokens = tokens[:, : self.maximum_source_length]
+        features = self.preprocessor.source_lookup(tokens)
+        ids = tf.cast(features["ids"], tf.int32)
+        length = tf.cast(features["length"], tf.int32)
+        batch_size = tf.shape(ids)[0]
+        branches = [
+            (lambda width=width: self._decode_width(ids, length, batch_size, width))
+            for width in self.source_length_buckets
+        ]
+        longest = tf.maximum(_maximum(length), 1)
+        outputs = tf.switch_case(_bucket_index(longest, self.source_length_buckets), branches)
+        # A sentence without tokens translates to nothing, with score 0 (the model has
+        # nothing to attend to: what it would produce depends on the padding around it).
+        empty = tf.equal(length, 0)
+        outputs = {
+            key: tf.where(
+                tf.reshape(empty, tf.concat([[-1], tf.ones([tf.rank(value) - 1], tf.int32)], 0)),
+                tf.zeros_like(value),
+                value,
+            )
+            for key, value in outputs.items()
+        }
+        return outputs, length, tokens.to_tensor("")
+
+    def _decode_width(self, ids, length, batch_size, width):
+        """Decodes `[B, <=width]` ids padded to `width`, in chunks of a batch bucket."""
+        ids = tf.pad(ids, [[0, 1], [0, width - tf.shape(ids)[1]]])  # + one empty row
+        ids = tf.ensure_shape(ids, [None, width])
+        length = tf.pad(length, [[0, 1]])
+        # The smallest batch bucket that holds the batch, else chunks of the largest.
+        fitting = tf.clip_by_value(batch_size, 1, self.batch_size_buckets[-1])
+        chunk = tf.gather(self.batch_size_buckets,
+                          _bucket_index(fitting, self.batch_size_buckets))
+        num_chunks = tf.maximum((batch_size + chunk - 1) // chunk, 1)
+        # Padding rows repeat the last sentence (the empty row for an empty batch), so they
+        # finish with it and never lengthen the decoding loop.
+        rows = tf.minimum(tf.range(num_chunks * chunk), tf.maximum(batch_size - 1, 0))
+        rows = tf.where(batch_size > 0, rows, batch_size)
+        chunked_ids = tf.reshape(tf.gather(ids, rows), [num_chunks, chunk, width])
+        chunked_length = tf.reshape(tf.gather(length, rows), [num_chunks, chunk])
+        outputs = tf.map_fn(
+            lambda inputs: self.decode(*inputs),
+            (chunked_ids, chunked_length),
+            fn_output_signature=self._output_signature(width),
+            parallel_iterations=1,
+        )
+
+        def unchunk(tensor):
+            shape = tf.concat([[num_chunks * chunk], tf.shape(tensor)[2:]], 0)
+            return tf.reshape(tensor, shape)[:batch_size]
+
+        return {key: unchunk(value) for key, value in outputs.items()}
+
+    def _output_signature(self, width):
+        scores = tf.TensorSpec([None, None], tf.float32)
+        return {
+            "ids": tf.TensorSpec([None, None, None], tf.int32),
+            "lengths": tf.TensorSpec([None, None], tf.int32),
+            "log_probs": scores,
+            "scores": scores,
+            "alignment": tf.TensorSpec([None, None, None, width], tf.float32),
+        }
+
+    def texts_and_alignments(self, outputs, source_length, source_tokens, with_alignments):
+        """The decoded hypotheses `[B, n, T]` -> `[B, n]` strings and, when asked, the
+        attention of each target token (`[B, n, T', S]`, rows of `<blank>`/`<s>` dropped
+        as the text drops them)."""
+        ids, alignment = outputs["ids"], outputs["alignment"]
+        shape = tf.shape(ids)
+        rows = shape[0] * shape[1]
+        flat_ids = tf.reshape(ids, [rows, shape[2]])
+        steps = tf.sequence_mask(tf.reshape(outputs["lengths"], [-1]), shape[2])
+        keep = steps & (flat_ids != PADDING_ID) & (flat_ids != START_OF_SENTENCE_ID)
+        flat_alignment = tf.reshape(alignment, [rows, shape[2], tf.shape(alignment)[3]])
+        if self.replace_unknown_target:
+            texts = self._texts_with_replaced_unknowns(
+                flat_ids, keep, flat_alignment, source_length, source_tokens, shape[1]
+            )
+        else:
+            texts = self.preprocessor.detokenize_target(flat_ids)
+        texts = tf.reshape(texts, shape[:2])
+        if not with_alignments:
+            return texts, None
+        kept = tf.ragged.boolean_mask(flat_alignment, keep).to_tensor()
+        kept = kept[:, :, : _maximum(source_length)]
+        kept_shape = tf.shape(kept)
+        return texts, tf.reshape(kept, tf.concat([shape[:2], kept_shape[1:]], 0))
+
+    def _texts_with_replaced_unknowns(self, ids, keep, alignment, source_length,
+                                      source_tokens, n_best):
+        """Each unknown target token becomes the source token it attends to most."""
+        vocabulary = list(self.preprocessor.target_vocabulary) + [UNKNOWN_TOKEN]
+        tokens = tf.gather(tf.constant(vocabulary), tf.minimum(ids, len(vocabulary) - 1))
+        attended = tf.argmax(alignment, axis=-1, output_type=tf.int32)  # [rows, T]
+        sources = tf.repeat(source_tokens, n_best, axis=0)
+        lengths = tf.repeat(source_length, n_best, axis=0)
+        replaced = tf.gather(sources, tf.minimum(attended, tf.shape(sources)[1] - 1),
+                             batch_dims=1)
+        unknown = (ids == self.translator.target_vocabulary_size - 1) & (
+            lengths[:, tf.newaxis] > 0)
+        tokens = tf.where(unknown, replaced, tokens)
+        return self.preprocessor.target_tokenizer.detokenize(
+            tf.ragged.boolean_mask(tokens, keep)
+        )
+
+    def serving_default(self, source):
+        outputs, source_length, source_tokens = self.hypotheses(source)
+        best = {key: value[:, :1] for key, value in outputs.items()}
+        texts, _ = self.texts_and_alignments(best, source_length, source_tokens, False)
+        return {"translation": texts[:, 0], "score": outputs["scores"][:, 0]}
+
+    def n_best(self, source, with_alignments):
+        outputs, source_length, source_tokens = self.hypotheses(source)
+        texts, alignments = self.texts_and_alignments(
+            outputs, source_length, source_tokens, with_alignments
+        )
+        result = {
+            "translations": texts,
+            "scores": outputs["scores"],
+            "log_probs": outputs["log_probs"],
+        }
+        if with_alignments:
+            result["alignments"] = alignments
+        return result
+
+
+def export_translator(
+    translator,
+    path,
+    sampler=None,
+    maximum_source_length=DEFAULT_MAXIMUM_SOURCE_LENGTH,
+    source_length_buckets=None,
+    batch_size_buckets=DEFAULT_BATCH_SIZE_BUCKETS,
+    with_alignments=False,
+    replace_unknown_target=False,
+    length_ratio=2.0,
+    length_offset=10,
+    jit_compile=True,
+):
+    """Writes `translator` as a SavedModel at `path`, atomically (see the module doc).
+
+    The SavedModel is written to a temporary directory next to `path` and renamed into
+    place; an existing `path` is replaced only once the new one is complete, so a failure
+    at any point leaves the previous export as it was (and no temporary directory).
+
+    Args:
+        translator: a `kerasnmt.Translator`.
+        path: the SavedModel directory to write (for TF Serving, a version number under
+            the model's base path, e.g. `saved_models/ende/1`).
+        sampler: the `BeamSampler` whose decoding options the SavedModel keeps (beam
+            size, penalties, sampling, `n_best`, maximum length); default
+            `BeamSampler()`.
+        maximum_source_length: sources are cut to their first this many tokens.
+        source_length_buckets: the source widths the decoding is compiled for, increasing,
+            the last equal to `maximum_source_length`; default
+            `default_source_length_buckets(maximum_source_length)`.
+        batch_size_buckets: the batch sizes it is compiled for; larger batches are
+            decoded in chunks of the largest.
+        with_alignments: add `alignments` to the `n_best` signature.
+        replace_unknown_target: replace each unknown target token by the source token it
+            attends to most (as `Translator.translate(replace_unknown_target=True)`).
+        length_ratio: see `Translator.decode`.
+        length_offset: see `Translator.decode`.
+        jit_compile: compile the decoding with XLA.
+
+    Returns:
+        `path`.
+    """
+    sampler = BeamSampler() if sampler is None else sampler
+    if (
+        isinstance(maximum_source_length, bool)
+        or not isinstance(maximum_source_length, int)
+        or maximum_source_length < 1
+    ):
+        raise ValueError(
+            f"maximum_source_length must be a positive integer, got {maximum_source_length!r}"
+        )
+    if source_length_buckets is None:
+        source_length_buckets = default_source_length_buckets(maximum_source_length)
+    source_length_buckets = _check_buckets("source_length_buckets", source_length_buckets)
+    if source_length_buckets[-1] != maximum_source_length:
+        raise ValueError(
+            f"the last of source_length_buckets ({source_length_buckets[-1]}) must be "
+            f"maximum_source_length ({maximum_source_length})"
+        )
+    batch_size_buckets = _check_buckets("batch_size_buckets", batch_size_buckets)
+    function = _TranslateFunction(
+        translator, sampler, maximum_source_length, source_length_buckets,
+        batch_size_buckets, length_ratio, length_offset, replace_unknown_target, jit_compile,
+    )
+    archive = keras.export.ExportArchive()
+    archive.track(translator)
+    archive.track(translator.preprocessor)
+    source_spec = [tf.TensorSpec([None], tf.string, name="source")]
+    archive.add_endpoint(SERVING_SIGNATURE, function.serving_default, source_spec)
+    archive.add_endpoint(
+        N_BEST_SIGNATURE,
+        lambda source: function.n_best(source, with_alignments),
+        source_spec,
+    )
+    # Keras drops a model's train/test/predict functions while SavedModel lists its
+    # children and may not put them back (when listing fails and is skipped): an export
+    # from a callback would then break the `fit` that runs it.
+    functions = {name: getattr(translator, name, None) for name in _EXECUTION_FUNCTIONS}
+    try:
+        _write_atomically(archive, os.fspath(path))
+    finally:
+        for name, function in functions.items():
+            setattr(translator, name, function)
+    return path
+
+
+def _write_atomically(archive, path):
+    path = os.path.abspath(path)
+    parent = os.path.dirname(path)
+    os.makedirs(parent, exist_ok=True)
+    temporary = tempfile.mkdtemp(prefix=f".{os.path.basename(path)}.tmp-", dir=parent)
+    try:
+        archive.write_out(temporary, verbose=False)
+        if os.path.exists(path):
+            previous = tempfile.mkdtemp(prefix=f".{os.path.basename(path)}.old-", dir=parent)
+            os.rmdir(previous)
+            os.rename(path, previous)
+            try:
+                os.rename(temporary, path)
+            except BaseException:
+                os.rename(previous, path)
+                raise
+            shutil.rmtree(previous, ignore_errors=True)
+        else:
+            os.rename(temporary, path)
+    except BaseException:
+        shutil.rmtree(temporary, ignore_errors=True)
+        raise
+
+
+def next_version_path(base_path):
+    """`base_path/N` for the next TF Serving version number N (1 if there is none).
+
+    Example:
+    >>> import tempfile
+    >>> base = tempfile.mkdtemp()
+    >>> os.path.basename(next_version_path(base))
+    '1'
+    """
+    versions = [int(name) for name in os.listdir(base_path) if name.isdigit()] if (
+        os.path.isdir(base_path)
+    ) else []
+    return os.path.join(base_path, str(max(versions, default=0) + 1))
+
+
+__all__ = [
+    "N_BEST_SIGNATURE",
+    "SERVING_SIGNATURE",
+    "default_source_length_buckets",
+    "export_translator",
+    "next_version_path",
+]

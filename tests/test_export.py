@@ -1,0 +1,323 @@
+"""The exported SavedModel: signatures, equality with `Translator.translate`, bad inputs,
+loading without Keras or kerasnmt, `saved_model_cli`, XLA buckets, atomic writes."""
+
+import base64
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorflow.core.protobuf import saved_model_pb2
+
+from kerasnmt.data import train_sentencepiece
+from kerasnmt.export import (
+    N_BEST_SIGNATURE,
+    SERVING_SIGNATURE,
+    default_source_length_buckets,
+    export_translator,
+    next_version_path,
+)
+from kerasnmt.layers import BeamSampler, SentencePieceTokenizer, TranslationPreprocessor
+from kerasnmt.models import Translator
+from tests.models.translator_fixtures import tiny_translator
+
+REPOSITORY = pathlib.Path(__file__).resolve().parents[1]
+QUICKSTART_DATA = REPOSITORY / "examples" / "quickstart" / "data"
+MAXIMUM_SOURCE_LENGTH = 12
+SENTENCES = ["a b c", "d e", "h g f e d c b a", "b", "c c a"]
+
+
+def _sampler():
+    return BeamSampler(beam_size=2, n_best=2, length_penalty=0.6, max_length=20)
+
+
+@pytest.fixture(scope="module")
+def whitespace_export(tmp_path_factory):
+    """A tiny whitespace-tokenized model exported with alignments."""
+    translator = tiny_translator(seed=3)
+    path = tmp_path_factory.mktemp("whitespace") / "ende" / "1"
+    returned = translator.export(path, sampler=_sampler(),
+                                 maximum_source_length=MAXIMUM_SOURCE_LENGTH,
+                                 with_alignments=True)
+    assert returned == path
+    return translator, path
+
+
+@pytest.fixture(scope="module")
+def sentencepiece_export(tmp_path_factory):
+    """A tiny model with a joint SentencePiece vocabulary (shared embeddings)."""
+    directory = tmp_path_factory.mktemp("sentencepiece")
+    train_sentencepiece([QUICKSTART_DATA / "train.en", QUICKSTART_DATA / "train.de"],
+                        str(directory / "sp"), 120, file_byte_budget=20000)
+    # Seeded first: tf.random.set_seed clears TensorFlow's kernel cache, which destroys the
+    # SentencePiece op resources of tokenizers created before it.
+    keras.utils.set_random_seed(4)
+    tokenizer = SentencePieceTokenizer(str(directory / "sp.model"))
+    preprocessor = TranslationPreprocessor(
+        tokenizer, tokenizer, str(directory / "sp.vocab"), str(directory / "sp.vocab")
+    )
+    translator = Translator(preprocessor, num_layers=1, num_units=16, num_heads=2,
+                            ffn_inner_dim=32, maximum_relative_position=4,
+                            share_embeddings="all")
+    path = directory / "export"
+    export_translator(translator, path, sampler=_sampler(), maximum_source_length=16)
+    return translator, path
+
+
+def _loaded(path):
+    return tf.saved_model.load(str(path))
+
+
+def _strings(tensor):
+    return [value.decode("utf-8") for value in np.asarray(tensor).reshape(-1)]
+
+
+def _details(translator, sentences, **options):
+    return translator.translate(sentences, sampler=_sampler(), return_details=True, **options)
+
+
+def test_signatures_equal_translate(whitespace_export):
+    translator, path = whitespace_export
+    model = _loaded(path)
+    assert set(model.signatures) == {SERVING_SIGNATURE, N_BEST_SIGNATURE}
+    serving = model.signatures[SERVING_SIGNATURE]
+    assert serving.structured_input_signature[1] == {
+        "source": tf.TensorSpec([None], tf.string, name="source")}
+    expected = _details(translator, SENTENCES)
+
+    outputs = serving(source=tf.constant(SENTENCES))
+    assert set(outputs) == {"translation", "score"}
+    assert outputs["translation"].dtype == tf.string and outputs["score"].dtype == tf.float32
+    assert _strings(outputs["translation"]) == [n_best[0]["text"] for n_best in expected]
+    np.testing.assert_allclose(outputs["score"], [n[0]["score"] for n in expected], atol=1e-4)
+
+    outputs = model.signatures[N_BEST_SIGNATURE](source=tf.constant(SENTENCES))
+    assert set(outputs) == {"translations", "scores", "log_probs", "alignments"}
+    assert outputs["translations"].shape == (len(SENTENCES), 2)
+    assert [_strings(row) for row in outputs["translations"]] == [
+        [h["text"] for h in n_best] for n_best in expected]
+    np.testing.assert_allclose(
+        outputs["scores"], [[h["score"] for h in n] for n in expected], atol=1e-4)
+    np.testing.assert_allclose(
+        outputs["log_probs"], [[h["log_prob"] for h in n] for n in expected], atol=1e-4)
+    # Alignments: one row per target token over the source tokens, zero-padded.
+    alignments = outputs["alignments"].numpy()
+    longest_target = max(len(h["tokens"]) for n in expected for h in n)
+    assert alignments.shape == (len(SENTENCES), 2, longest_target, 8)
+    for i, n_best in enumerate(expected):
+        for k, hypothesis in enumerate(n_best):
+            rows, columns = hypothesis["alignment"].shape
+            np.testing.assert_allclose(
+                alignments[i, k, :rows, :columns], hypothesis["alignment"], atol=1e-5)
+            assert not alignments[i, k, rows:].any() and not alignments[i, k, :, columns:].any()
+
+
+def test_bad_inputs_do_not_crash_the_loaded_model(whitespace_export):
+    translator, path = whitespace_export
+    serving = _loaded(path).signatures[SERVING_SIGNATURE]
+
+    empty = serving(source=tf.constant([], tf.string))
+    assert empty["translation"].shape == (0,) and empty["score"].shape == (0,)
+
+    long_sentence = " ".join(["a", "b", "c", "d", "e"] * 6)  # 30 tokens > 12
+    first_tokens = " ".join(long_sentence.split()[:MAXIMUM_SOURCE_LENGTH])
+    batch = ["", "   ", "\t \n", long_sentence, "a \xff b".encode("latin-1"), "d e"]
+    outputs = serving(source=tf.constant(batch, tf.string))
+    translations = _strings(outputs["translation"])
+    assert np.isfinite(outputs["score"].numpy()).all()
+    # Empty and whitespace-only sentences have no tokens: nothing to translate.
+    assert translations[:3] == ["", "", ""]
+    np.testing.assert_array_equal(outputs["score"][:3], [0.0, 0.0, 0.0])
+    # A long sentence is cut to its first maximum_source_length tokens.
+    assert translations[3] == translator.translate([first_tokens], sampler=_sampler())[0]
+    # Bytes that are not UTF-8 become U+FFFD (here an unknown token).
+    assert translations[4] == translator.translate(["a \ufffd b"], sampler=_sampler())[0]
+    assert translations[5] == translator.translate(["d e"], sampler=_sampler())[0]
+
+
+def test_batches_larger_than_the_largest_bucket_go_in_chunks(whitespace_export):
+    translator, path = whitespace_export
+    sentences = [SENTENCES[i % len(SENTENCES)] for i in range(70)]  # 64 + 6
+    outputs = _loaded(path).signatures[SERVING_SIGNATURE](source=tf.constant(sentences))
+    expected = translator.translate(SENTENCES, sampler=_sampler())
+    assert _strings(outputs["translation"]) == [expected[i % len(SENTENCES)] for i in range(70)]
+
+
+def test_decoding_is_xla_compiled_once_per_source_width(whitespace_export):
+    _, path = whitespace_export
+    proto = saved_model_pb2.SavedModel()
+    proto.ParseFromString((path / "saved_model.pb").read_bytes())
+    compiled = [
+        function for function in proto.meta_graphs[0].graph_def.library.function
+        if function.attr["_XlaMustCompile"].b
+    ]
+    # Both signatures share one traced decode per width of the buckets [8, 12].
+    assert default_source_length_buckets(MAXIMUM_SOURCE_LENGTH) == [8, 12]
+    assert len(compiled) == 2
+    widths = sorted(
+        function.signature.input_arg and int(
+            function.arg_attr[0].attr["_output_shapes"].list.shape[0].dim[1].size)
+        for function in compiled
+    )
+    assert widths == [8, 12]
+
+
+def _run_without_keras(path, sentences, signature, tmp_path, sentencepiece=False):
+    request, result = tmp_path / "request.json", tmp_path / "result.json"
+    request.write_text(json.dumps({
+        "signature": signature,
+        "source": [base64.b64encode(s.encode("utf-8")).decode() for s in sentences],
+    }))
+    command = [sys.executable, str(REPOSITORY / "tests" / "saved_model_process.py"),
+               str(path), str(request), str(result)]
+    if sentencepiece:
+        command.append("--sentencepiece")
+    completed = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path,
+                               timeout=300)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    outputs = json.loads(result.read_text())
+    imported = outputs.pop("imported_modules")
+    assert not [name for name in imported
+                if name.split(".")[0] in ("keras", "kerasnmt", "tf_keras", "tensorflow_text")]
+    return outputs
+
+
+@pytest.mark.parametrize("flavour", ["whitespace", "sentencepiece"])
+def test_a_copy_runs_in_a_process_without_keras_or_kerasnmt(
+    flavour, whitespace_export, sentencepiece_export, tmp_path
+):
+    translator, path = whitespace_export if flavour == "whitespace" else sentencepiece_export
+    sentences = (SENTENCES if flavour == "whitespace"
+                 else ["A man rides a bike.", "Zwei Hunde spielen."])
+    copy = tmp_path / "copied" / "7"
+    shutil.copytree(path, copy)  # self-contained: nothing outside the directory is read
+    outputs = _run_without_keras(copy, sentences, SERVING_SIGNATURE, tmp_path,
+                                 sentencepiece=flavour == "sentencepiece")
+    expected = _details(translator, sentences)
+    decoded = [base64.b64decode(text).decode() for text in outputs["translation"]]
+    assert decoded == [n_best[0]["text"] for n_best in expected]
+    np.testing.assert_allclose(outputs["score"], [n[0]["score"] for n in expected], atol=1e-4)
+
+
+def _saved_model_cli_run(path, sentences, tmp_path, sentencepiece=False):
+    """`saved_model_cli run` (the session loader); outputs saved as .npy files."""
+    outdir = tmp_path / "cli_outputs"
+    arguments = ["run", "--dir", str(path), "--tag_set", "serve", "--signature_def",
+                 SERVING_SIGNATURE, "--input_exprs", f"source={sentences!r}",
+                 "--outdir", str(outdir)]
+    if sentencepiece:
+        # saved_model_cli itself loads no custom op; load TensorFlow Text's first.
+        code = (
+            "import sys, tensorflow as tf\n"
+            f"tf.load_op_library({_sentencepiece_library()!r})\n"
+            "from tensorflow.python.tools.saved_model_cli import main\n"
+            "sys.argv[0] = 'saved_model_cli'\n"
+            "main()\n"
+        )
+        command = [sys.executable, "-c", code] + arguments
+    else:
+        command = [str(pathlib.Path(sys.executable).parent / "saved_model_cli")] + arguments
+    completed = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return {name: np.load(outdir / f"{name}.npy", allow_pickle=True)
+            for name in ("translation", "score")}
+
+
+def _sentencepiece_library():
+    from tests.saved_model_process import sentencepiece_op_library
+
+    return sentencepiece_op_library()
+
+
+@pytest.mark.parametrize("flavour", ["whitespace", "sentencepiece"])
+def test_saved_model_cli_runs_it_with_the_session_loader(
+    flavour, whitespace_export, sentencepiece_export, tmp_path
+):
+    translator, path = whitespace_export if flavour == "whitespace" else sentencepiece_export
+    sentences = SENTENCES[:2] if flavour == "whitespace" else ["Two dogs play."]
+    outputs = _saved_model_cli_run(path, sentences, tmp_path,
+                                   sentencepiece=flavour == "sentencepiece")
+    expected = _details(translator, sentences)
+    assert _strings(outputs["translation"]) == [n_best[0]["text"] for n_best in expected]
+    np.testing.assert_allclose(outputs["score"], [n[0]["score"] for n in expected], atol=1e-4)
+
+
+def test_unknown_target_tokens_are_replaced_by_the_most_attended_source_token(tmp_path):
+    translator = tiny_translator(seed=5)
+    bias = translator.output_layer.bias
+    unknown_id = translator.target_vocabulary_size - 1
+    # The model now prefers the unknown id everywhere but must still stop: </s> second.
+    bias.assign(tf.tensor_scatter_nd_update(
+        bias, [[unknown_id], [2]], [20.0, 18.0]))
+    path = tmp_path / "replace"
+    export_translator(translator, path, sampler=_sampler(), maximum_source_length=8,
+                      replace_unknown_target=True)
+    outputs = _loaded(path).signatures[SERVING_SIGNATURE](source=tf.constant(SENTENCES))
+    expected = _details(translator, SENTENCES, replace_unknown_target=True)
+    translations = _strings(outputs["translation"])
+    assert translations == [n_best[0]["text"] for n_best in expected]
+    # Independently: every output token is a source token, the most attended one.
+    for sentence, n_best in zip(SENTENCES, expected):
+        best = n_best[0]
+        assert best["tokens"] and set(best["tokens"]) <= set(sentence.split())
+        attended = [sentence.split()[j] for j in best["alignment"].argmax(-1)]
+        assert best["tokens"] == attended
+
+
+def _files(path):
+    return {p.relative_to(path): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+def test_a_failed_export_leaves_the_previous_one_intact(whitespace_export, tmp_path,
+                                                        monkeypatch):
+    translator, exported = whitespace_export
+    path = tmp_path / "ende" / "1"
+    shutil.copytree(exported, path)
+    before = _files(path)
+
+    def write_half_then_fail(self, filepath, *args, **kwargs):
+        (pathlib.Path(filepath) / "variables").mkdir()
+        (pathlib.Path(filepath) / "saved_model.pb").write_bytes(b"half a protocol buffer")
+        raise OSError(28, "No space left on device")
+
+    archive_class = type(keras.export.ExportArchive())
+    monkeypatch.setattr(archive_class, "write_out", write_half_then_fail)
+    with pytest.raises(OSError, match="No space left on device"):
+        export_translator(translator, path, sampler=BeamSampler(beam_size=1),
+                          maximum_source_length=8)
+    monkeypatch.undo()
+    assert _files(path) == before
+    assert os.listdir(path.parent) == ["1"]  # no temporary directory left
+    outputs = _loaded(path).signatures[SERVING_SIGNATURE](source=tf.constant(SENTENCES))
+    assert _strings(outputs["translation"]) == translator.translate(SENTENCES, sampler=_sampler())
+
+    # A successful export replaces it, and leaves nothing else behind.
+    export_translator(translator, path, sampler=BeamSampler(beam_size=1, max_length=20),
+                      maximum_source_length=8)
+    assert os.listdir(path.parent) == ["1"] and _files(path) != before
+    greedy = _loaded(path).signatures[N_BEST_SIGNATURE](source=tf.constant(SENTENCES))
+    assert greedy["translations"].shape == (len(SENTENCES), 1)
+
+
+def test_next_version_path(tmp_path):
+    base = tmp_path / "ende"
+    assert next_version_path(base) == str(base / "1")
+    for name in ("1", "3", ".3.tmp-x", "notes"):
+        (base / name).mkdir(parents=True)
+    assert next_version_path(base) == str(base / "4")
+
+
+def test_bucket_arguments_are_checked(whitespace_export, tmp_path):
+    translator, _ = whitespace_export
+    with pytest.raises(ValueError, match="the last of source_length_buckets"):
+        export_translator(translator, tmp_path / "x", source_length_buckets=[8, 16],
+                          maximum_source_length=20)
+    with pytest.raises(ValueError, match="batch_size_buckets must be increasing"):
+        export_translator(translator, tmp_path / "x", batch_size_buckets=[4, 2])
+    assert not (tmp_path / "x").exists()

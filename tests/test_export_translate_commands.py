@@ -1,0 +1,131 @@
+"""`kerasnmt export` and `kerasnmt translate` on a tiny trained run."""
+
+import io
+import os
+
+import pytest
+import tensorflow as tf
+
+from kerasnmt import cli
+from kerasnmt.config import load_config
+from kerasnmt.training_run import TRAINING_KEYS, build_sampler, restore_translator, train
+from tests.run_fixtures import tiny_run, write_config, write_corpus
+
+
+@pytest.fixture(scope="module")
+def trained_run(tmp_path_factory):
+    """A run trained for 3 steps; its configuration asks for 2 hypotheses of a beam of 2."""
+    directory = write_corpus(tmp_path_factory.mktemp("run"))
+    config_path = write_config(directory, tiny_run(
+        params={"num_hypotheses": 2},
+        train={"max_step": 3, "save_checkpoints_steps": 3, "average_last_checkpoints": 0},
+    ))
+    train(load_config(config_path, required=TRAINING_KEYS), verbose=0)
+    translator, _ = restore_translator(load_config(config_path))
+    sources = (directory / "val.src").read_text(encoding="utf-8").splitlines()
+    details = translator.translate(
+        sources, sampler=build_sampler(load_config(config_path)), return_details=True
+    )
+    return directory, config_path, translator, sources, details
+
+
+def run_cli(capsys, *argv):
+    status = cli.main([str(arg) for arg in argv])
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def test_export_from_the_run_and_translate_through_the_saved_model(trained_run, capsys):
+    directory, config_path, _, sources, details = trained_run
+    base = directory / "saved_models" / "tiny"
+    status, out, err = run_cli(capsys, "export", base, "--config", config_path, "--next-version")
+    assert status == 0, err
+    assert f"Exported to {base / '1'}" in out
+    assert "Restored" in err and "ckpt-3" in err
+
+    model = tf.saved_model.load(str(base / "1"))
+    outputs = model.signatures["n_best"](source=tf.constant(sources))
+    assert outputs["translations"].shape == (len(sources), 2)  # params.num_hypotheses
+    assert "alignments" not in outputs
+
+    status, out, err = run_cli(capsys, "translate", "--saved-model", base / "1",
+                               "--input", directory / "val.src",
+                               "--output", directory / "out.txt")
+    assert status == 0, err
+    lines = (directory / "out.txt").read_text(encoding="utf-8").splitlines()
+    assert lines == [n_best[0]["text"] for n_best in details]
+
+    # n-best with scores, from the SavedModel: two lines a sentence, best first.
+    status, out, err = run_cli(capsys, "translate", "--saved-model", base / "1",
+                               "--input", directory / "val.src", "--n-best", "2",
+                               "--with-scores")
+    assert status == 0, err
+    lines = out.splitlines()
+    assert len(lines) == 2 * len(sources)
+    for i, n_best in enumerate(details):
+        for k, hypothesis in enumerate(n_best):
+            score, text = lines[2 * i + k].split(" ||| ")
+            assert text == hypothesis["text"]
+            assert float(score) == pytest.approx(hypothesis["score"], abs=1e-4)
+
+    # A second export is version 2.
+    status, out, err = run_cli(capsys, "export", base, "--config", config_path,
+                               "--next-version", "--n-best", "1")
+    assert status == 0, err
+    assert sorted(os.listdir(base)) == ["1", "2"]
+    status, out, err = run_cli(capsys, "translate", "--saved-model", base / "2",
+                               "--input", directory / "val.src", "--n-best", "2")
+    assert status == 2
+    assert "exported with n_best=1" in err
+
+
+def test_translate_from_the_checkpoint_reads_stdin(trained_run, capsys, monkeypatch):
+    directory, config_path, _, sources, details = trained_run
+    stdin = io.TextIOWrapper(io.BytesIO(("\n".join(sources) + "\n").encode("utf-8")))
+    monkeypatch.setattr("sys.stdin", stdin)
+    status, out, err = run_cli(capsys, "translate", "--config", config_path, "--n-best", "2",
+                               "--with-scores")
+    assert status == 0, err
+    lines = out.splitlines()
+    assert [line.split(" ||| ")[1] for line in lines] == [
+        h["text"] for n_best in details for h in n_best]
+
+
+def test_export_and_translate_a_keras_file(trained_run, capsys):
+    directory, config_path, translator, sources, _ = trained_run
+    translator.save(str(directory / "tiny.keras"))
+    status, out, err = run_cli(capsys, "export", directory / "from_keras",
+                               "--model", directory / "tiny.keras",
+                               "--maximum-source-length", "8")
+    assert status == 0, err
+    greedy_free = translator.translate(sources)  # BeamSampler() defaults: beam 4
+    serving = tf.saved_model.load(str(directory / "from_keras")).signatures["serving_default"]
+    texts = [t.decode() for t in serving(source=tf.constant(sources))["translation"].numpy()]
+    assert texts == greedy_free
+
+    (directory / "in.txt").write_text("\n".join(sources) + "\n", encoding="utf-8")
+    status, out, err = run_cli(capsys, "translate", "--model", directory / "tiny.keras",
+                               "--input", directory / "in.txt")
+    assert status == 0, err
+    assert out.splitlines() == greedy_free
+
+
+def test_usage_and_input_errors(trained_run, capsys, tmp_path):
+    directory, config_path, *_ = trained_run
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["translate", "--input", str(directory / "val.src")])
+    assert exit_info.value.code == 2
+    assert "give --config (a trained run) or --model" in capsys.readouterr().err
+
+    status, out, err = run_cli(capsys, "translate", "--saved-model", tmp_path,
+                               "--input", directory / "val.src")
+    assert status == 2 and "not a SavedModel directory" in err
+
+    (tmp_path / "bad.txt").write_bytes(b"a b\n\xff c\n")
+    status, out, err = run_cli(capsys, "translate", "--config", config_path,
+                               "--input", tmp_path / "bad.txt")
+    assert status == 2 and "bad.txt, line 2: not valid UTF-8" in err
+
+    status, out, err = run_cli(capsys, "export", tmp_path / "x", "--config", config_path,
+                               "--checkpoint", tmp_path / "nothing")
+    assert status == 2 and "no such checkpoint" in err
