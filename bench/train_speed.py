@@ -40,31 +40,14 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from kerasnmt.data import train_sentencepiece  # noqa: E402
 from kerasnmt.data.training_pipeline import training_dataset  # noqa: E402
-from kerasnmt.data.vocabulary import load_vocabulary  # noqa: E402
-from kerasnmt.layers import SentencePieceTokenizer, TranslationPreprocessor  # noqa: E402
-from kerasnmt.models import Translator  # noqa: E402
 from kerasnmt.models.translator import model_data  # noqa: E402
-
-DEFAULT_DATA = os.path.join(
-    os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data", "multi30k"
-)
+from reference_model import add_model_arguments, reference_translator  # noqa: E402
 
 
 def parse_arguments():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data-dir", default=DEFAULT_DATA)
-    parser.add_argument("--source", default="train.en")
-    parser.add_argument("--target", default="train.de")
-    parser.add_argument("--workdir", default="/tmp/kerasnmt_train_speed",
-                        help="where the SentencePiece model is trained once and kept")
-    parser.add_argument("--vocab-size", type=int, default=8000)
-    parser.add_argument("--num-layers", type=int, default=3)
-    parser.add_argument("--num-units", type=int, default=256)
-    parser.add_argument("--num-heads", type=int, default=4)
-    parser.add_argument("--ffn-inner-dim", type=int, default=1024)
-    parser.add_argument("--maximum-relative-position", type=int, default=20)
+    add_model_arguments(parser)
     parser.add_argument("--batch-size", type=int, default=4096, help="tokens per batch")
     parser.add_argument("--length-bucket-width", type=int, default=1)
     parser.add_argument("--pad-to-bucket-boundary", action="store_true",
@@ -77,21 +60,6 @@ def parse_arguments():
     parser.add_argument("--steps", type=int, default=100, help="timed steps")
     parser.add_argument("--seed", type=int, default=1234)
     return parser.parse_args()
-
-
-def sentencepiece_files(arguments):
-    prefix = os.path.join(arguments.workdir, f"joint{arguments.vocab_size}")
-    if not os.path.exists(prefix + ".model"):
-        os.makedirs(arguments.workdir, exist_ok=True)
-        started = time.time()
-        train_sentencepiece(
-            [os.path.join(arguments.data_dir, name) for name in (arguments.source, arguments.target)],
-            prefix,
-            arguments.vocab_size,
-            file_byte_budget=None,
-        )
-        print(f"trained the SentencePiece model in {time.time() - started:.1f} s: {prefix}.model")
-    return prefix + ".model", prefix + ".vocab"
 
 
 def matmul_peak_flops(dtype, size=4096, repeats=5):
@@ -133,20 +101,9 @@ def main():
     peak = matmul_peak_flops(compute_dtype)
     print(f"matmul peak ({compute_dtype}, 4096x4096): {peak / 1e9:.0f} GFLOP/s")
 
-    model_path, vocabulary_path = sentencepiece_files(arguments)
-    vocabulary = load_vocabulary(vocabulary_path)
-    tokenizer = SentencePieceTokenizer(model_path)
-    preprocessor = TranslationPreprocessor(tokenizer, tokenizer, vocabulary, vocabulary)
     dtype = None if arguments.mixed_precision == "none" else f"mixed_{arguments.mixed_precision}"
-    translator = Translator(
-        preprocessor,
-        num_layers=arguments.num_layers,
-        num_units=arguments.num_units,
-        num_heads=arguments.num_heads,
-        ffn_inner_dim=arguments.ffn_inner_dim,
-        maximum_relative_position=arguments.maximum_relative_position,
-        dtype=dtype,
-    )
+    translator = reference_translator(arguments, dtype)
+    preprocessor = translator.preprocessor
     translator.compile(jit_compile=arguments.jit_compile)
     print(
         f"model: {translator.count_params():,} parameters, vocabulary "

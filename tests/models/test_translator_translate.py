@@ -141,7 +141,7 @@ def test_translate_restores_input_order_across_batches_and_widths(trained):
     """Sorted-by-length batches of 3 (some padded), two source widths, outputs in input order:
     each sentence's translation equals its translation alone."""
     translator, sources, targets = trained
-    sentences = list(sources[:7]) + ["a b c d e f g h a b c"]  # 11 tokens: width 16
+    sentences = list(sources[:7]) + ["a b c d e f g h " * 2 + "a"]  # 17 tokens: width 32
     sampler = BeamSampler(beam_size=1)
     together = translator.translate(sentences, sampler=sampler, batch_size=3, jit_compile=False)
     alone = [
@@ -215,5 +215,6 @@ def test_hypotheses_replace_unknown_tokens_from_real_source_positions_only():
 
 
 def test_bucket_source_width():
-    assert [bucket_source_width(n) for n in (0, 1, 8, 9, 40, 64, 65, 80, 81, 128, 129)] == [
-        8, 8, 8, 16, 40, 64, 80, 80, 96, 128, 160]
+    assert [bucket_source_width(n) for n in (0, 1, 16, 17, 40, 128, 129, 160, 161, 256, 257)] == [
+        16, 16, 16, 32, 48, 128, 160, 160, 192, 256, 320]
+    assert [bucket_source_width(n, minimum=8) for n in (1, 9, 64, 65)] == [8, 16, 64, 80]

@@ -1,0 +1,203 @@
+"""Decoding speed of the reference Translator: Multi30k test_2016_flickr.en, greedy and beam.
+
+The reference model of `bench/reference_model.py` (3+3 layers, 256 units, 4 heads, FFN
+1024, relative positions 20, joint 8k SentencePiece) translates the 1,000 sentences of
+`test_2016_flickr.en` with `Translator.translate` (batches of 32 sorted by length, source
+widths bucketed, one compiled decode per width), greedy and beam search (beam 4, length
+penalty 0.6), float32.
+
+Weights: `--checkpoint` (a `.keras` file, or a directory of `tf.train.Checkpoint`s as
+written by `kerasnmt.training.CheckpointCallback`). Without one, the model is first
+trained for `--train-minutes` in a child process (so its memory does not count here) and
+saved to `--workdir`; the output says so. Speed depends on what the model emits (lengths,
+when beams finish), so an untrained model's figures mean little.
+
+Prints for each search, over one cold pass (fresh compiled-function cache: tracing and
+XLA compilation of every batch shape included) and one warm pass (the same translator
+again): sentences/s, target tokens/s (SentencePiece pieces of the best hypotheses,
+`</s>` not counted), the time to the first batch (from the start of the cold pass until
+its first batch is decoded),
+the peak resident memory of the process, BLEU against `test_2016_flickr.de`, and the load
+average of the machine before and after.
+
+Not a test; run it on a quiet machine, in the background:
+
+    nohup python bench/decode_speed.py --train-minutes 3 > /tmp/decode_speed.log 2>&1 &
+    python bench/decode_speed.py --checkpoint /tmp/kerasnmt_decode_speed/model.keras
+    python bench/decode_speed.py --checkpoint ... --no-jit-compile   # graph mode, no XLA
+    python bench/decode_speed.py --checkpoint ... --max-sentences 64   # smoke run
+"""
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from kerasnmt.data.training_pipeline import training_dataset  # noqa: E402
+from kerasnmt.evaluation import score_translations  # noqa: E402
+from kerasnmt.layers import BeamSampler  # noqa: E402
+from kerasnmt.models.translator import model_data  # noqa: E402
+from kerasnmt.training import NoamDecay  # noqa: E402
+from reference_model import add_model_arguments, reference_translator  # noqa: E402
+
+
+def parse_arguments(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_model_arguments(parser)
+    parser.set_defaults(workdir="/tmp/kerasnmt_decode_speed")
+    parser.add_argument("--input", default="test_2016_flickr.en")
+    parser.add_argument("--reference", default="test_2016_flickr.de")
+    parser.add_argument("--checkpoint", help="a .keras file or a checkpoint directory")
+    parser.add_argument("--train-minutes", type=float, default=3.0,
+                        help="without --checkpoint: train this long first")
+    parser.add_argument("--train-only", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--beam-size", type=int, default=4)
+    parser.add_argument("--length-penalty", type=float, default=0.6)
+    parser.add_argument("--searches", default="greedy,beam",
+                        help="comma-separated: greedy, beam")
+    parser.add_argument("--jit-compile", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--max-sentences", type=int, help="translate only the first N (smoke run)")
+    parser.add_argument("--seed", type=int, default=1234)
+    return parser.parse_args(argv)
+
+
+def train_briefly(arguments):
+    """Trains the reference model for `--train-minutes` and saves it as a `.keras` file.
+
+    A fast-warmup Noam schedule (scale 1, 500 warmup steps instead of 8,000: a peak
+    learning rate of 0.0028) and batches of 2048 tokens, XLA-compiled, so that a few
+    minutes give a model whose outputs have realistic lengths; its quality is beside the
+    point.
+    """
+    keras.utils.set_random_seed(arguments.seed)
+    translator = reference_translator(arguments)
+    translator.compile(
+        optimizer=keras.optimizers.Adam(NoamDecay(1.0, arguments.num_units, 500),
+                                        beta_1=0.9, beta_2=0.998),
+        jit_compile=True,
+    )
+    batches = training_dataset(
+        os.path.join(arguments.data_dir, arguments.source),
+        os.path.join(arguments.data_dir, arguments.target),
+        translator.preprocessor,
+        batch_size=2048,
+        batch_type="tokens",
+        length_bucket_width=8,
+        pad_to_bucket_boundary=True,
+        seed=arguments.seed,
+    ).map(model_data)
+    started = time.time()
+    for step, (x, y) in enumerate(batches):
+        loss = translator.train_on_batch(x, y, return_dict=True)["loss"]
+        if step % 100 == 0:
+            print(f"training step {step}: loss {float(loss):.3f}", flush=True)
+        if time.time() - started > 60 * arguments.train_minutes:
+            break
+    path = os.path.join(arguments.workdir, "model.keras")
+    os.makedirs(arguments.workdir, exist_ok=True)
+    translator.save(path)
+    print(f"trained {step + 1} steps in {time.time() - started:.0f} s, saved {path}")
+    return path
+
+
+def load_translator(arguments):
+    if arguments.checkpoint is None:
+        started = time.time()
+        subprocess.run([sys.executable, __file__, "--train-only", *sys.argv[1:]], check=True)
+        arguments.checkpoint = os.path.join(arguments.workdir, "model.keras")
+        print(f"NOTE: no --checkpoint: the model was trained for {arguments.train_minutes} "
+              f"minutes first ({time.time() - started:.0f} s with startup), "
+              f"{arguments.checkpoint}")
+    if arguments.checkpoint.endswith(".keras"):
+        return keras.models.load_model(arguments.checkpoint)
+    translator = reference_translator(arguments)
+    path = tf.train.latest_checkpoint(arguments.checkpoint)
+    if path is None:
+        raise SystemExit(f"no checkpoint in {arguments.checkpoint}")
+    tf.train.Checkpoint(model=translator).restore(path).expect_partial()
+    return translator
+
+
+def forget_compiled_functions(translator):
+    translator.__dict__.pop("_decode_functions", None)
+
+
+def timed_translate(translator, sentences, sampler, arguments):
+    """Translates; returns the outputs, the seconds it took and the seconds until the
+    first batch was decoded (the translator's decode function is wrapped to see it)."""
+    first_batch = []
+    decode_function = translator._decode_function
+
+    def timed_decode_function(*args):
+        decode = decode_function(*args)
+
+        def timed_decode(*inputs):
+            outputs = decode(*inputs)
+            if not first_batch:
+                outputs["ids"].numpy()
+                first_batch.append(time.perf_counter())
+            return outputs
+
+        return timed_decode
+
+    object.__setattr__(translator, "_decode_function", timed_decode_function)
+    started = time.perf_counter()
+    try:
+        outputs = translator.translate(sentences, sampler=sampler,
+                                       batch_size=arguments.batch_size,
+                                       jit_compile=arguments.jit_compile)
+    finally:
+        del translator.__dict__["_decode_function"]
+    return outputs, time.perf_counter() - started, first_batch[0] - started
+
+
+def main():
+    arguments = parse_arguments()
+    if arguments.train_only:
+        train_briefly(arguments)
+        return
+    load_before = os.getloadavg()
+    translator = load_translator(arguments)
+    with open(os.path.join(arguments.data_dir, arguments.input), encoding="utf-8") as f:
+        sentences = [line.rstrip("\n") for line in f][: arguments.max_sentences]
+    with open(os.path.join(arguments.data_dir, arguments.reference), encoding="utf-8") as f:
+        references = [line.rstrip("\n") for line in f][: arguments.max_sentences]
+    tokenizer = translator.preprocessor.target_tokenizer
+    print(f"model: {translator.count_params():,} parameters, {len(sentences)} sentences, "
+          f"batch {arguments.batch_size}, jit_compile={arguments.jit_compile}, "
+          f"{os.cpu_count()} CPUs, TensorFlow {tf.__version__}")
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in load_before)}")
+
+    samplers = {
+        "greedy": BeamSampler(beam_size=1),
+        "beam": BeamSampler(beam_size=arguments.beam_size,
+                            length_penalty=arguments.length_penalty),
+    }
+    for search in arguments.searches.split(","):
+        sampler = samplers[search]
+        forget_compiled_functions(translator)
+        _, cold, first_batch = timed_translate(translator, sentences, sampler, arguments)
+        outputs, warm, _ = timed_translate(translator, sentences, sampler, arguments)
+        tokens = int(tokenizer(tf.constant(outputs)).row_lengths().numpy().sum())
+        bleu = score_translations(outputs, references).bleu
+        print(f"{search} ({sampler.beam_size=}, {sampler.length_penalty=}): "
+              f"{tokens} target tokens, BLEU {bleu:.1f}")
+        print(f"  time to first batch (cold): {first_batch:.2f} s")
+        for name, seconds in (("cold", cold), ("warm", warm)):
+            print(f"  {name} pass: {seconds:.2f} s, {len(sentences) / seconds:.1f} sentences/s, "
+                  f"{tokens / seconds:,.0f} target tokens/s")
+        print(f"  peak memory (max RSS) so far: "
+              f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB", flush=True)
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    main()
