@@ -65,7 +65,11 @@ class BeamSampler(keras.layers.Layer):
     must return a state with the same shapes as the one it receives (preallocated caches).
     Per-example tensors that do not change during decoding (encoder outputs) are best
     captured by `step_fn` from its closure, tiled with `tf.repeat(x, beam_size, axis=0)`,
-    rather than passed in the state, which is reordered at every step.
+    rather than passed in the state, which is reordered at every step. Large tensors that
+    change (attention caches) can go in `unordered_state`, which is never reordered:
+    `step_fn` then follows each hypothesis' history itself (e.g. with a small table of the
+    beam slots its cache entries were written by, kept in the reordered state), instead of
+    the sampler copying them at every step.
 
     Args:
         beam_size: hypotheses kept per example; 1 is greedy search (or plain sampling).
@@ -101,6 +105,10 @@ class BeamSampler(keras.layers.Layer):
             step.
         attention_size: `S`, the length of the attention vectors; required by the coverage
             penalty.
+        unordered_state: `None`, or a nested structure of tensors with leading dimension
+            `B * beam_size`, carried from step to step as `step_fn` returns it: neither tiled
+            nor reordered. When given, `step_fn` receives `(state, unordered_state)` as its
+            state (`state` is `{}` without `initial_state`) and returns the same pair.
 
     Returns:
         A dict of tensors, hypotheses best first:
@@ -186,7 +194,8 @@ class BeamSampler(keras.layers.Layer):
         self._allow_non_tensor_positional_args = True
         self.built = True
 
-    def call(self, step_fn, start_ids, end_id, initial_state=None, attention_size=None):
+    def call(self, step_fn, start_ids, end_id, initial_state=None, attention_size=None,
+             unordered_state=None):
         start_ids = tf.convert_to_tensor(start_ids)
         if start_ids.shape.rank != 1 or not start_ids.dtype.is_integer:
             raise ValueError(
@@ -229,16 +238,26 @@ class BeamSampler(keras.layers.Layer):
             )
         if self.coverage_penalty != 0:
             loop["accumulated_attention"] = tf.zeros([num_rows, attention_size])
+        if unordered_state is not None:
+            loop["unordered_state"] = tf.nest.map_structure(tf.convert_to_tensor, unordered_state)
         seed = self._base_seed() if self.top_k != 1 else None
         returns_attention = []  # filled when the first step runs (eager) or is traced
 
         def body(loop):
-            outputs = step_fn(loop["ids"], loop["step"], loop.get("state"))
+            state = loop.get("state")
+            if "unordered_state" in loop:
+                state = ({} if state is None else state, loop["unordered_state"])
+            outputs = step_fn(loop["ids"], loop["step"], state)
             logits, attention, new_state = self._check_step_outputs(
-                outputs, loop.get("state"), static_rows, attention_size
+                outputs, state, static_rows, attention_size
             )
             returns_attention[:] = [attention is not None]
-            return (self._step(loop, logits, attention, new_state, end_id, seed),)
+            if "unordered_state" in loop:
+                new_state, new_unordered_state = new_state
+            next_loop = self._step(loop, logits, attention, new_state, end_id, seed)
+            if "unordered_state" in loop:
+                next_loop["unordered_state"] = new_unordered_state
+            return (next_loop,)
 
         def cond(loop):
             return tf.reduce_any(tf.logical_not(loop["finished"]))

@@ -139,19 +139,35 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
             )
         self.built = True
 
-    def initial_cache(self, batch_size, max_length):
+    def initial_cache(self, batch_size, max_length, beam_size=None):
         """Zero keys and values for incremental self-attention.
 
+        With `beam_size`, a beam cache, whose entries never move: the `B * beam_size` rows
+        (row `b * beam_size + k`, hypothesis `k` of example `b`) write their keys and
+        values into slot `k` of their example, and `"history"` tells, for each hypothesis
+        and position, the slot that holds its entry. The call writes the new position's
+        slot into the history; a beam search reorders only the history (int32
+        `[B, beam_size, max_length]`) when hypotheses change places, never the keys and
+        values, and each query is scored against the `beam_size` slots of its example.
+
         Args:
-            batch_size: the batch size `B`.
+            batch_size: the batch size `B` (examples, with `beam_size`).
             max_length: the number of positions the cache holds.
+            beam_size: hypotheses per example, for a beam cache.
 
         Returns:
-            `{"keys": ..., "values": ...}`, each `[B, num_heads, max_length, key_dim]`.
+            `{"keys": ..., "values": ...}`, each `[B, num_heads, max_length, key_dim]`; with
+            `beam_size`, `[B, num_heads, beam_size, max_length, key_dim]` and a zero
+            `"history"`.
         """
-        shape = [batch_size, self.num_heads, max_length, self.key_dim]
+        if beam_size is None:
+            shape = [batch_size, self.num_heads, max_length, self.key_dim]
+            zeros = tf.zeros(shape, dtype=self.compute_dtype)
+            return {"keys": zeros, "values": zeros}
+        shape = [batch_size, self.num_heads, beam_size, max_length, self.key_dim]
         zeros = tf.zeros(shape, dtype=self.compute_dtype)
-        return {"keys": zeros, "values": zeros}
+        history = tf.zeros([batch_size, beam_size, max_length], tf.int32)
+        return {"keys": zeros, "values": zeros, "history": history}
 
     def project_memory(self, value):
         """Projects encoder outputs `[B, S, D_v]` once into cross-attention keys and values.
@@ -205,20 +221,35 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
             source = query if value is None else tf.cast(value, self.compute_dtype)
             keys = self._split_heads(self.key_dense(source))
             values = self._split_heads(self.value_dense(source))
-            if incremental:
+            if incremental and "history" in cache:  # a beam cache [B, H, K, L, D]
+                keys = _write_beam_at(cache["keys"], keys, step)
+                values = _write_beam_at(cache["values"], values, step)
+                cache = {"keys": keys, "values": values,
+                         "history": _write_history(cache["history"], step)}
+            elif incremental:
                 keys = _write_at(cache["keys"], keys, step)
                 values = _write_at(cache["values"], values, step)
                 cache = {"keys": keys, "values": values}
+        # A beam cache: each hypothesis reads its positions from the slots its history names.
+        beam_selector = None
+        if incremental and "history" in cache:
+            beam_selector = tf.one_hot(cache["history"], cache["history"].shape[1], axis=2,
+                                       dtype=queries.dtype)  # [B, K, J, L]
 
         # Cached keys and values are head-major [B, H, S, D], others [B, S, H, D].
         head_major = cache is not None
         query_length = tf.shape(queries)[1]
-        key_length = tf.shape(keys)[2 if head_major else 1]
+        key_length = tf.shape(keys)[-2] if head_major else tf.shape(keys)[1]
         first_position = step if incremental else 0
         query_positions = first_position + tf.range(query_length)
         key_positions = tf.range(key_length)
 
-        logits = tf.einsum("bthd,bhsd->bhts" if head_major else "bthd,bshd->bhts", queries, keys)
+        if beam_selector is not None:
+            logits = _beam_logits(queries, keys, beam_selector)
+        else:
+            logits = tf.einsum(
+                "bthd,bhsd->bhts" if head_major else "bthd,bshd->bhts", queries, keys
+            )
         if self.maximum_relative_position is not None:
             window = 2 * self.maximum_relative_position + 1
             distance = key_positions[tf.newaxis, :] - query_positions[:, tf.newaxis]
@@ -248,9 +279,12 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         weights = tf.cast(tf.nn.softmax(logits, axis=-1), self.compute_dtype)
         dropped_weights = self.dropout_layer(weights, training=training)
 
-        heads = tf.einsum(
-            "bhts,bhsd->bthd" if head_major else "bhts,bshd->bthd", dropped_weights, values
-        )
+        if beam_selector is not None:
+            heads = _beam_heads(dropped_weights, values, beam_selector)
+        else:
+            heads = tf.einsum(
+                "bhts,bhsd->bthd" if head_major else "bhts,bshd->bthd", dropped_weights, values
+            )
         if self.maximum_relative_position is not None:
             weight_per_bucket = tf.einsum("bhts,tsr->bhtr", dropped_weights, bucket_one_hot)
             heads += tf.einsum("bhtr,rd->bthd", weight_per_bucket, self.relative_position_values)
@@ -290,6 +324,54 @@ def _write_at(cache, update, step):
     positions = tf.fill(tf.shape(batch), tf.cast(step, tf.int32))
     indices = tf.stack([batch, heads, positions], axis=-1)  # [B, H, 3]
     return tf.tensor_scatter_nd_update(cache, indices, tf.cast(update[:, 0], cache.dtype))
+
+
+def _write_history(history, step):
+    """`history` `[B, K, L]` with each hypothesis' own slot `k` written at `step`."""
+    slots = tf.range(tf.shape(history)[1])[tf.newaxis, :, tf.newaxis]
+    at_step = tf.equal(tf.range(tf.shape(history)[2]), step)[tf.newaxis, tf.newaxis, :]
+    return tf.where(at_step, slots, history)
+
+
+def _write_beam_at(cache, update, step):
+    """Returns a beam cache `[B, H, K, L, D]` with `update` `[B*K, 1, H, D]` (row `b*K + k`)
+    written at slot `k`, position `step`: a scatter of the `B * H * K` new vectors."""
+    shape = tf.shape(cache)
+    update = tf.transpose(tf.reshape(update, [shape[0], shape[2], shape[1], shape[4]]),
+                          [0, 2, 1, 3])  # [B, H, K, D]
+    batch, heads, slots = tf.meshgrid(tf.range(shape[0]), tf.range(shape[1]),
+                                      tf.range(shape[2]), indexing="ij")
+    positions = tf.fill(tf.shape(batch), tf.cast(step, tf.int32))
+    indices = tf.stack([batch, heads, slots, positions], axis=-1)  # [B, H, K, 4]
+    return tf.tensor_scatter_nd_update(cache, indices, tf.cast(update, cache.dtype))
+
+
+def _beam_logits(queries, keys, beam_selector):
+    """Attention logits `[B*K, H, 1, L]` of queries `[B*K, 1, H, D]` against a beam cache of
+    keys `[B, H, K, L, D]`: each query is scored against the keys of every slot of its
+    example (one matrix product per example and head, no copy of the cache), then each
+    position keeps the slot its hypothesis' history names (`beam_selector` `[B, K, J, L]`)."""
+    shape = tf.shape(keys)
+    queries = tf.transpose(tf.reshape(queries, [shape[0], shape[2], shape[1], shape[4]]),
+                           [0, 2, 1, 3])  # [B, H, K, D]
+    # Keys first: the cache is the left matrix, read as stored (as the right one, XLA on
+    # CPU copies it to put the contracted dimension first).
+    all_slots = tf.einsum("bhjld,bhkd->bhkjl", keys, queries)
+    logits = tf.reduce_sum(all_slots * beam_selector[:, tf.newaxis], axis=3)  # [B, H, K, L]
+    logits = tf.transpose(logits, [0, 2, 1, 3])  # [B, K, H, L]
+    return tf.reshape(logits, [-1, shape[1], 1, shape[3]])
+
+
+def _beam_heads(weights, values, beam_selector):
+    """`sum_l weights[l] * values[slot(l), l]` `[B*K, 1, H, D]` from weights `[B*K, H, 1, L]`
+    and a beam cache of values `[B, H, K, L, D]`, through each hypothesis' history."""
+    shape = tf.shape(values)
+    weights = tf.transpose(tf.reshape(weights, [shape[0], shape[2], shape[1], shape[3]]),
+                           [0, 2, 1, 3])  # [B, H, K, L]
+    weights = weights[:, :, :, tf.newaxis, :] * beam_selector[:, tf.newaxis]  # [B,H,K,J,L]
+    heads = tf.einsum("bhkjl,bhjld->bhkd", weights, values)
+    heads = tf.transpose(heads, [0, 2, 1, 3])  # [B, K, H, D]
+    return tf.reshape(heads, [-1, 1, shape[1], shape[4]])
 
 
 def _clone_initializer(initializer):

@@ -88,8 +88,11 @@ class TransformerDecoder(TransformerEncoder):
             )
         return self._normalize_output(outputs), attention[:, 0]
 
-    def initial_cache(self, encoder_outputs, max_length):
+    def initial_cache(self, encoder_outputs, max_length, beam_size=None):
         """The decoding state for encoder outputs `[B, S, D]` and at most `max_length` steps.
+
+        With `beam_size`, the self-attention caches are beam caches (see
+        `RelativeMultiHeadAttention.initial_cache`).
 
         Returns:
             A list with one cache per layer (see `TransformerDecoderLayer.initial_cache`);
@@ -98,7 +101,10 @@ class TransformerDecoder(TransformerEncoder):
         encoder_outputs = tf.cast(encoder_outputs, self.compute_dtype)
         if not self.built:
             self.build(encoder_outputs.shape)
-        return [layer.initial_cache(encoder_outputs, max_length) for layer in self.transformer_layers]
+        return [
+            layer.initial_cache(encoder_outputs, max_length, beam_size)
+            for layer in self.transformer_layers
+        ]
 
     def decode_step(self, inputs, step, cache, encoder_padding_mask=None):
         """Decodes one position (inference: no dropout).

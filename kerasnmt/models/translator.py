@@ -370,6 +370,53 @@ class Translator(keras.Model):
 
         return step_fn, [c["self_attention"] for c in caches]
 
+    def _beam_history_step_function(
+        self, encoder_outputs, source_padding_mask, beam_size, max_length, vocabulary_multiple
+    ):
+        """`decoding_step_function` for `BeamSampler(unordered_state=...)`: the
+        self-attention caches are beam caches (`RelativeMultiHeadAttention.initial_cache`
+        with `beam_size`) that the sampler never reorders.
+
+        Returns `(step_fn, initial_state, unordered_state)`: the (reordered) state is each
+        hypothesis' history, int32 `[B, max_length]` (tiled by the sampler), and the
+        unordered state the keys and values of every layer, `[B, H, beam_size, max_length,
+        D/H]`. Each step the sampler then reorders `B * beam_size * max_length` integers
+        instead of copying every cache.
+        """
+        kernel, bias = self._output_projection(vocabulary_multiple)
+        caches = self.decoder.initial_cache(encoder_outputs, max_length, beam_size=beam_size)
+        memory = [
+            tf.nest.map_structure(lambda t: tf.repeat(t, beam_size, axis=0), c["cross_attention"])
+            for c in caches
+        ]
+        tiled_mask = tf.repeat(source_padding_mask, beam_size, axis=0)
+        keys_and_values = [
+            {"keys": c["self_attention"]["keys"], "values": c["self_attention"]["values"]}
+            for c in caches
+        ]
+        history = tf.zeros([tf.shape(encoder_outputs)[0], max_length], tf.int32)
+
+        def step_fn(ids, step, state):
+            history, keys_and_values = state
+            history = tf.reshape(history, [-1, beam_size, max_length])
+            cache = [
+                {"self_attention": dict(kv, history=history), "cross_attention": m}
+                for kv, m in zip(keys_and_values, memory)
+            ]
+            outputs, attention, cache = self.decoder.decode_step(
+                self.target_embedding(tf.cast(ids, tf.int32)), step, cache, tiled_mask
+            )
+            logits = tf.matmul(outputs, tf.cast(kernel, outputs.dtype))
+            logits += tf.cast(bias, outputs.dtype)
+            history = tf.reshape(cache[0]["self_attention"]["history"], [-1, max_length])
+            keys_and_values = [
+                {"keys": c["self_attention"]["keys"], "values": c["self_attention"]["values"]}
+                for c in cache
+            ]
+            return tf.cast(logits, tf.float32), attention, (history, keys_and_values)
+
+        return step_fn, history, keys_and_values
+
     def decode(self, source_ids, source_length, sampler, length_ratio=2.0, length_offset=10):
         """Translates source ids into target ids with a `BeamSampler` (numbers only, no text).
 
@@ -411,9 +458,8 @@ class Translator(keras.Model):
             config["min_length"] = min(sampler.min_length, steps)
             sampler = BeamSampler.from_config(config)
         encoder_outputs, padding_mask = self.encode(source_ids, source_length, training=False)
-        step_fn, initial_state = self.decoding_step_function(
-            encoder_outputs, padding_mask, sampler.beam_size, steps,
-            vocabulary_multiple=_LOGITS_CHUNK,
+        step_fn, initial_state, unordered_state = self._beam_history_step_function(
+            encoder_outputs, padding_mask, sampler.beam_size, steps, _LOGITS_CHUNK
         )
         row_limits = tf.repeat(limits, sampler.beam_size)
         width = self.target_vocabulary_size + (-self.target_vocabulary_size % _LOGITS_CHUNK)
@@ -430,6 +476,7 @@ class Translator(keras.Model):
             end_id=END_OF_SENTENCE_ID,
             initial_state=initial_state,
             attention_size=source_ids.shape[1] or tf.shape(source_ids)[1],
+            unordered_state=unordered_state,
         )
 
     def translate(

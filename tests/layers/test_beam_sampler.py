@@ -711,3 +711,44 @@ def test_inside_a_keras_model_saved_and_reloaded():
 def test_docstring_examples():
     assert doctest.testmod(beam_sampler, raise_on_error=False).failed == 0
     assert doctest.testmod(gather_tree_module, raise_on_error=False).failed == 0
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_unordered_state_is_carried_without_reordering(jit_compile):
+    """A model whose logits depend on the whole prefix (the sum of its tokens). Keeping the
+    prefix sum in the reordered state, or writing each row's token in place into an
+    unordered table read through a reordered history of slots, gives the same search."""
+    rng = np.random.default_rng(7)
+    vocab_size, beam_size, max_length, batch_size = 6, 3, 5, 2
+    table = tf.constant(rng.normal(scale=2.0, size=[13, vocab_size]), tf.float32)
+    rows = batch_size * beam_size
+
+    def prefix_sum_step_fn(ids, step, state):
+        total = state + ids
+        return tf.gather(table, total % 13), None, total
+
+    def table_step_fn(ids, step, state):
+        history, tokens = state  # [rows, T] slots (reordered), [rows, T] tokens (in place)
+        at_step = tf.equal(tf.range(max_length), step)[tf.newaxis]
+        tokens = tf.where(at_step, ids[:, tf.newaxis], tokens)
+        history = tf.where(at_step, (tf.range(rows) % beam_size)[:, tf.newaxis], history)
+        # Position t of row r's hypothesis is tokens[row of slot history[r, t], t].
+        slot_rows = tf.range(rows)[:, tf.newaxis] // beam_size * beam_size + history
+        prefix = tf.linalg.diag_part(tf.gather(tokens, slot_rows))  # [rows, T]
+        total = tf.reduce_sum(tf.where(tf.range(max_length) <= step, prefix, 0), axis=1)
+        return tf.gather(table, total % 13), None, (history, tokens)
+
+    sampler = BeamSampler(beam_size=beam_size, n_best=beam_size, max_length=max_length)
+    start_ids = tf.constant([1, 4])
+
+    def search(step_fn, **kwargs):
+        call = lambda: sampler(step_fn, start_ids, END, **kwargs)  # noqa: E731
+        return tf.function(call, jit_compile=jit_compile)() if jit_compile else call()
+
+    expected = search(prefix_sum_step_fn, initial_state=tf.zeros([batch_size], tf.int32))
+    outputs = search(table_step_fn,
+                     initial_state=tf.zeros([batch_size, max_length], tf.int32),
+                     unordered_state=tf.zeros([rows, max_length], tf.int32))
+    for key in ("ids", "lengths"):
+        np.testing.assert_array_equal(outputs[key], expected[key])
+    np.testing.assert_allclose(outputs["log_probs"], expected["log_probs"], atol=1e-6)

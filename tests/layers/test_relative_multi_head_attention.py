@@ -147,3 +147,29 @@ def test_run_layer_test_cross_attention():
 def test_docstring_examples():
     results = doctest.testmod(relative_multi_head_attention, raise_on_error=False)
     assert results.attempted > 0 and results.failed == 0
+
+
+def test_beam_cache_reads_each_hypothesis_through_its_history():
+    """Hypotheses change rows at every step (random parents inside each example), as in a
+    beam search: only the history is reordered, never the keys and values, and each row
+    still gets the full causal attention over its own hypothesis' inputs."""
+    layer = RelativeMultiHeadAttention(num_heads=2, key_dim=3, maximum_relative_position=2)
+    batch, beam, steps = 2, 3, 5
+    rng = np.random.default_rng(0)
+    inputs = rng.normal(size=[steps, batch * beam, 1, 6]).astype(np.float32)
+    cache = layer.initial_cache(batch, steps, beam_size=beam)
+    assert cache["keys"].shape == (batch, 2, beam, steps, 3)
+    step_fn = tf.function(lambda q, c, s: layer(q, cache=c, step=s), jit_compile=True)
+    hypotheses = [[] for _ in range(batch * beam)]
+    for step in range(steps):
+        if step:
+            rows = np.arange(batch * beam) // beam * beam + rng.integers(0, beam, batch * beam)
+            hypotheses = [list(hypotheses[row]) for row in rows]
+            history = tf.gather(tf.reshape(cache["history"], [batch * beam, steps]), rows)
+            cache = dict(cache, history=tf.reshape(history, [batch, beam, steps]))
+        for row, hypothesis in enumerate(hypotheses):
+            hypothesis.append(inputs[step, row, 0])
+        outputs, cache = step_fn(inputs[step], cache, tf.constant(step))
+        for row, hypothesis in enumerate(hypotheses):
+            full = layer(np.array(hypothesis)[np.newaxis], use_causal_mask=True)
+            np.testing.assert_allclose(outputs[row, 0], full[0, -1], atol=1e-5)
