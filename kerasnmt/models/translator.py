@@ -422,8 +422,13 @@ class Translator(keras.Model):
 
         The encoder runs once; its outputs are projected and tiled per beam in the step
         function's closure, and the decoder runs one position per step with its attention
-        cache, through `sampler` (greedy, beam search or sampling share this code). Works
-        eagerly, in `tf.function` and in `tf.function(jit_compile=True)`.
+        cache, through `sampler` (greedy, beam search or sampling share this code). The
+        self-attention caches are beam caches that stay in place: when hypotheses change
+        places the sampler reorders only their histories (which slot holds each position),
+        not the keys and values (`RelativeMultiHeadAttention.initial_cache` with
+        `beam_size`). The output projection is padded to a multiple of 64 ids so that the
+        sampler's chunked top-k reads the logits as they are. Works eagerly, in
+        `tf.function` and in `tf.function(jit_compile=True)`.
 
         Decoding length: a sentence of `n` source tokens gets at most
         `min(sampler.max_length, max(sampler.min_length, floor(length_ratio * n) +
@@ -432,9 +437,9 @@ class Translator(keras.Model):
         probability 1). When the source width `S` is static (pad sources to a few widths,
         see `kerasnmt.models.translation.bucket_source_width`), the caches and output buffers
         hold only `min(sampler.max_length, floor(length_ratio * S) + length_offset + 1)`
-        steps, not `max_length`: the beam search reorders every cache at every step, so
-        their size is the cost of a step. The limit is per sentence, so padding the source
-        wider never changes a translation.
+        steps, not `max_length`: every step attends over the whole cache (masked), so its
+        size is part of the cost of a step. The limit is per sentence, so padding the
+        source wider never changes a translation.
 
         Args:
             source_ids: int `[B, S]` source ids, padded with 0.
