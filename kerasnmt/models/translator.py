@@ -1,5 +1,6 @@
 """The translation model users fit, evaluate (and later translate with and export)."""
 
+import functools
 import json
 import math
 import warnings
@@ -434,12 +435,14 @@ class Translator(keras.Model):
         `min(sampler.max_length, max(sampler.min_length, floor(length_ratio * n) +
         length_offset))` target tokens (as fairseq's `max_len_a * n + max_len_b`); a
         translation is cut there, without `</s>` probability (`</s>` is forced with
-        probability 1). When the source width `S` is static (pad sources to a few widths,
-        see `kerasnmt.models.translation.bucket_source_width`), the caches and output buffers
-        hold only `min(sampler.max_length, floor(length_ratio * S) + length_offset + 1)`
-        steps, not `max_length`: every step attends over the whole cache (masked), so its
-        size is part of the cost of a step. The limit is per sentence, so padding the
-        source wider never changes a translation.
+        probability 1). The caches and output buffers hold only
+        `T = min(sampler.max_length, floor(length_ratio * S) + length_offset + 1)` steps for
+        sources of width `S`, not `max_length`: every step attends over the whole cache
+        (masked), so its size is part of the cost of a step. Pad sources to a few widths
+        (`kerasnmt.models.translation.bucket_source_width`) so that few shapes are traced;
+        when the width is unknown at tracing time (`[B, None]` signatures), the graph holds
+        one decoding loop per width bucket and runs the one for the actual width. The limit
+        is per sentence, so padding the source wider never changes a translation.
 
         Args:
             source_ids: int `[B, S]` source ids, padded with 0.
@@ -457,7 +460,33 @@ class Translator(keras.Model):
         source_ids = tf.cast(source_ids, tf.int32)
         source_length = tf.cast(source_length, tf.int32)
         limits = decoding_length_limit(source_length, sampler, length_ratio, length_offset)
-        steps = decoding_steps(source_ids.shape[1], sampler, length_ratio, length_offset)
+        if source_ids.shape[1] is not None:
+            steps = decoding_steps(source_ids.shape[1], sampler, length_ratio, length_offset)
+            return self._decode_steps(source_ids, source_length, sampler, limits, steps)
+        # A width unknown when tracing (e.g. a SavedModel signature): one branch per source
+        # width bucket, each with its own static number of steps, and max_length beyond.
+        widths = []
+        while True:
+            width = bucket_source_width(widths[-1] + 1 if widths else 1)
+            if decoding_steps(width, sampler, length_ratio, length_offset) >= sampler.max_length:
+                break
+            widths.append(width)
+        branches = [
+            functools.partial(
+                self._decode_steps, source_ids, source_length, sampler, limits,
+                decoding_steps(width, sampler, length_ratio, length_offset),
+            )
+            for width in widths
+        ]
+        branches.append(functools.partial(
+            self._decode_steps, source_ids, source_length, sampler, limits, sampler.max_length
+        ))
+        branch = tf.reduce_sum(tf.cast(tf.shape(source_ids)[1] > tf.constant(widths, tf.int32),
+                                       tf.int32))
+        return tf.switch_case(branch, branches)
+
+    def _decode_steps(self, source_ids, source_length, sampler, limits, steps):
+        """`decode` with caches and buffers of `steps` decoding steps."""
         if steps != sampler.max_length:
             config = dict(sampler.get_config(), max_length=steps)
             config["min_length"] = min(sampler.min_length, steps)

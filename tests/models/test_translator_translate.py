@@ -64,16 +64,14 @@ def test_decode_log_probs_equal_the_full_model_score_and_lengths_stop_at_the_lim
             assert not alignment[i, k, lengths[i, k]:].any()
 
 
-def test_decode_is_the_same_with_wider_source_padding_and_under_xla():
+def test_decode_is_the_same_with_wider_source_padding():
     translator = tiny_translator(seed=2)
     sampler = BeamSampler(beam_size=2, n_best=2, length_penalty=0.6, max_length=30)
     expected = translator.decode(SOURCE_IDS, SOURCE_LENGTH, sampler)
     wider = np.pad(SOURCE_IDS, [[0, 0], [0, 11]])  # 16 columns: longer buffers
-    compiled = tf.function(
-        lambda ids, length: translator.decode(ids, length, sampler), jit_compile=True
-    )
+    graph = tf.function(lambda ids, length: translator.decode(ids, length, sampler))
     for outputs in (translator.decode(wider, SOURCE_LENGTH, sampler),
-                    compiled(wider, SOURCE_LENGTH)):
+                    graph(wider, SOURCE_LENGTH)):
         # Limits 20, 14, 16 < 30, and the buffers now hold the sampler's 30 steps.
         assert outputs["ids"].shape[-1] == 30
         np.testing.assert_array_equal(outputs["lengths"], expected["lengths"])
@@ -218,3 +216,24 @@ def test_bucket_source_width():
     assert [bucket_source_width(n) for n in (0, 1, 16, 17, 40, 128, 129, 160, 161, 256, 257)] == [
         16, 16, 16, 32, 48, 128, 160, 160, 192, 256, 320]
     assert [bucket_source_width(n, minimum=8) for n in (1, 9, 64, 65)] == [8, 16, 64, 80]
+
+
+def test_decode_with_a_source_width_unknown_when_tracing():
+    """A `[None, None]` signature (as a SavedModel's): one decoding loop per width bucket
+    in the graph, chosen by the actual width, with the static decode's results."""
+    translator = tiny_translator(seed=1)
+    sampler = BeamSampler(beam_size=2, n_best=2, max_length=60)  # buckets: 16 (T=43), wider
+    decode = tf.function(
+        lambda ids, length: translator.decode(ids, length, sampler),
+        input_signature=[tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None], tf.int32)],
+    )
+    for width, steps in ((5, 43), (20, 60)):
+        ids = np.pad(SOURCE_IDS, [[0, 0], [0, width - 5]])
+        expected = translator.decode(ids, SOURCE_LENGTH, sampler)
+        outputs = decode(ids, SOURCE_LENGTH)
+        assert outputs["ids"].shape[-1] == steps
+        np.testing.assert_array_equal(outputs["lengths"], expected["lengths"])
+        np.testing.assert_array_equal(
+            outputs["ids"][..., : expected["ids"].shape[-1]], expected["ids"]
+        )
+        np.testing.assert_allclose(outputs["log_probs"], expected["log_probs"], atol=1e-4)
