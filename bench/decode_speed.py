@@ -23,6 +23,7 @@ average of the machine before and after.
 Not a test; run it on a quiet machine, in the background:
 
     nohup python bench/decode_speed.py --train-minutes 3 > /tmp/decode_speed.log 2>&1 &
+    python bench/decode_speed.py --train-only --continue-training --train-minutes 30
     python bench/decode_speed.py --checkpoint /tmp/kerasnmt_decode_speed/model.keras
     python bench/decode_speed.py --checkpoint ... --no-jit-compile   # graph mode, no XLA
     python bench/decode_speed.py --checkpoint ... --max-sentences 64   # smoke run
@@ -57,7 +58,10 @@ def parse_arguments(argv=None):
     parser.add_argument("--checkpoint", help="a .keras file or a checkpoint directory")
     parser.add_argument("--train-minutes", type=float, default=3.0,
                         help="without --checkpoint: train this long first")
-    parser.add_argument("--train-only", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--continue-training", action="store_true",
+                        help="train the model saved in --workdir further (with --train-minutes)")
+    parser.add_argument("--train-only", action="store_true",
+                        help="only train (--train-minutes) and save the model in --workdir")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--beam-size", type=int, default=4)
     parser.add_argument("--length-penalty", type=float, default=0.6)
@@ -78,12 +82,17 @@ def train_briefly(arguments):
     point.
     """
     keras.utils.set_random_seed(arguments.seed)
-    translator = reference_translator(arguments)
-    translator.compile(
-        optimizer=keras.optimizers.Adam(NoamDecay(1.0, arguments.num_units, 500),
-                                        beta_1=0.9, beta_2=0.998),
-        jit_compile=True,
-    )
+    path = os.path.join(arguments.workdir, "model.keras")
+    if arguments.continue_training and os.path.exists(path):
+        translator = keras.models.load_model(path)  # optimizer state and step included
+        print(f"continuing from {path}, step {int(translator.optimizer.iterations)}")
+    else:
+        translator = reference_translator(arguments)
+        translator.compile(
+            optimizer=keras.optimizers.Adam(NoamDecay(1.0, arguments.num_units, 500),
+                                            beta_1=0.9, beta_2=0.998),
+            jit_compile=True,
+        )
     batches = training_dataset(
         os.path.join(arguments.data_dir, arguments.source),
         os.path.join(arguments.data_dir, arguments.target),
@@ -92,7 +101,7 @@ def train_briefly(arguments):
         batch_type="tokens",
         length_bucket_width=8,
         pad_to_bucket_boundary=True,
-        seed=arguments.seed,
+        seed=arguments.seed + int(translator.optimizer.iterations),
     ).map(model_data)
     started = time.time()
     for step, (x, y) in enumerate(batches):
@@ -101,7 +110,6 @@ def train_briefly(arguments):
             print(f"training step {step}: loss {float(loss):.3f}", flush=True)
         if time.time() - started > 60 * arguments.train_minutes:
             break
-    path = os.path.join(arguments.workdir, "model.keras")
     os.makedirs(arguments.workdir, exist_ok=True)
     translator.save(path)
     print(f"trained {step + 1} steps in {time.time() - started:.0f} s, saved {path}")
