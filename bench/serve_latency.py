@@ -1,0 +1,111 @@
+"""Latency and throughput of an exported SavedModel, in a process without kerasnmt or Keras.
+
+    python bench/serve_latency.py saved_models/multi30k/1
+    python bench/serve_latency.py saved_models/quickstart/1 --sentences examples/quickstart/data/test_2016_flickr.en
+
+Loads the SavedModel with `tf.saved_model.load` in a process where `keras`, `kerasnmt`
+and `tensorflow_text` cannot be imported (a SentencePiece model gets TensorFlow Text's
+SentencePiece op library only), as a serving process would. Every shape the
+measurements use is run once first (XLA compiles each batch bucket and source width on
+first use; that is start-up cost, not serving cost). Then it prints:
+
+- single sentences: the p50 and p95 latency of `serving_default` called with one
+  sentence, over `--single-sentences` sentences of the file;
+- batch 32: the whole file translated in batches of `--batch-size` sentences in file
+  order, as sentences/s (and translated tokens/s, by whitespace).
+
+The decoding options are the export's (beam size, length penalty, ...); the figures are
+comparable only between exports with the same options, on the same machine.
+"""
+
+import argparse
+import importlib.util
+import os
+import platform
+import statistics
+import sys
+import time
+
+BLOCKED = ("keras", "kerasnmt", "tf_keras", "tensorflow_text")
+DEFAULT_SENTENCES = os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data", "multi30k",
+    "test_2016_flickr.en",
+)
+
+
+def parse_arguments():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("saved_model", help="an exported SavedModel directory")
+    parser.add_argument("--sentences", default=DEFAULT_SENTENCES,
+                        help="source sentences, one a line (default: Multi30k test_2016_flickr.en)")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--single-sentences", type=int, default=200,
+                        help="sentences timed one at a time (default: %(default)s)")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="passes over the file at batch size, the best is kept")
+    return parser.parse_args()
+
+
+def percentile(values, fraction):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
+
+
+def main():
+    args = parse_arguments()
+    text_spec = importlib.util.find_spec("tensorflow_text")
+    for name in BLOCKED:
+        sys.modules[name] = None
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf
+
+    if text_spec is not None:
+        tf.load_op_library(os.path.join(text_spec.submodule_search_locations[0], "python",
+                                        "ops", "_sentencepiece_tokenizer.so"))
+    with open(args.sentences, encoding="utf-8") as stream:
+        sentences = [line.rstrip("\n") for line in stream]
+    start = time.perf_counter()
+    model = tf.saved_model.load(args.saved_model)
+    translate = model.signatures["serving_default"]
+    load_seconds = time.perf_counter() - start
+
+    singles = sentences[: args.single_sentences]
+    batches = [sentences[i:i + args.batch_size] for i in range(0, len(sentences), args.batch_size)]
+    start = time.perf_counter()
+    for sentence in singles:  # compiles every shape the measurements use
+        translate(source=tf.constant([sentence]))
+    for batch in batches:
+        translate(source=tf.constant(batch))
+    warmup_seconds = time.perf_counter() - start
+
+    latencies = []
+    for sentence in singles:
+        begin = time.perf_counter()
+        translate(source=tf.constant([sentence]))
+        latencies.append(time.perf_counter() - begin)
+
+    best, tokens = None, 0
+    for _ in range(args.repeats):
+        begin = time.perf_counter()
+        tokens = 0
+        for batch in batches:
+            outputs = translate(source=tf.constant(batch))
+            tokens += sum(len(t.split()) for t in outputs["translation"].numpy())
+        elapsed = time.perf_counter() - begin
+        best = elapsed if best is None else min(best, elapsed)
+
+    imported = sorted({name.split(".")[0] for name, module in sys.modules.items()
+                       if module is not None and name.split(".")[0] in BLOCKED})
+    print(f"SavedModel: {args.saved_model}")
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+          f"TensorFlow {tf.__version__}; kerasnmt/keras imported: {imported or 'no'}")
+    print(f"load {load_seconds:.1f} s, warm-up (XLA compilation of the shapes) "
+          f"{warmup_seconds:.1f} s")
+    print(f"single sentences ({len(latencies)}): p50 {1000 * statistics.median(latencies):.1f} ms, "
+          f"p95 {1000 * percentile(latencies, 0.95):.1f} ms")
+    print(f"batch {args.batch_size} ({len(sentences)} sentences, best of {args.repeats}): "
+          f"{len(sentences) / best:.1f} sentences/s, {tokens / best:.0f} target words/s")
+
+
+if __name__ == "__main__":
+    main()
