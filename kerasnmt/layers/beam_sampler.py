@@ -60,6 +60,15 @@ class BeamSampler(keras.layers.Layer):
     never changes. As in OpenNMT-tf, finished hypotheses stay in the beam and compete with
     unfinished ones for its slots.
 
+    As in OpenNMT-tf, the loop runs until every hypothesis of every example has finished,
+    so one hypothesis that repeats itself keeps a whole batch decoding until `max_length`.
+    `early_exit=True` stops as soon as the `n_best` best-scored hypotheses of every example
+    have finished. Without penalties (`length_penalty=0`, `coverage_penalty=0`) and with
+    `top_k=1` the results are the same (an unfinished hypothesis only loses score, so it
+    can never overtake them); with a length penalty a longer hypothesis could still have
+    overtaken them, so the results may differ (CTranslate2 stops similarly, when
+    `beam_size` hypotheses have finished).
+
     The layer has no weights. It runs eagerly, inside `tf.function` and inside
     `tf.function(jit_compile=True)`: all loop variables keep static shapes, so `step_fn`
     must return a state with the same shapes as the one it receives (preallocated caches).
@@ -88,6 +97,8 @@ class BeamSampler(keras.layers.Layer):
         freeze_finished_scores: score a hypothesis as complete from the step it emits
             `</s>` (see above) instead of OpenNMT-tf's `length + 1` and one-step-late
             coverage penalty.
+        early_exit: stop when the `n_best` best hypotheses of every example have finished
+            (see above) instead of all of them.
         **kwargs: passed to `keras.layers.Layer` (e.g. `name`).
 
     Call arguments:
@@ -157,6 +168,7 @@ class BeamSampler(keras.layers.Layer):
         min_length=0,
         seed=None,
         freeze_finished_scores=False,
+        early_exit=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -190,6 +202,7 @@ class BeamSampler(keras.layers.Layer):
         self.min_length = min_length
         self.seed = seed
         self.freeze_finished_scores = bool(freeze_finished_scores)
+        self.early_exit = bool(early_exit)
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True
         self.built = True
@@ -260,7 +273,13 @@ class BeamSampler(keras.layers.Layer):
             return (next_loop,)
 
         def cond(loop):
-            return tf.reduce_any(tf.logical_not(loop["finished"]))
+            finished = loop["finished"]
+            if self.early_exit:
+                finished = tf.reshape(finished, [-1, self.beam_size])
+                best = tf.math.top_k(tf.reshape(loop["scores"], [-1, self.beam_size]),
+                                     k=self.n_best).indices
+                finished = tf.gather(finished, best, batch_dims=1)
+            return tf.reduce_any(tf.logical_not(finished))
 
         (loop,) = tf.while_loop(
             cond, body, (loop,), maximum_iterations=self.max_length, parallel_iterations=1
@@ -531,6 +550,7 @@ class BeamSampler(keras.layers.Layer):
             min_length=self.min_length,
             seed=self.seed,
             freeze_finished_scores=self.freeze_finished_scores,
+            early_exit=self.early_exit,
         )
         return config
 

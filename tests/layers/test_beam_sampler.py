@@ -122,7 +122,7 @@ def assert_outputs_equal(actual, expected, atol=1e-5):
 def test_config_round_trip():
     kwargs = dict(beam_size=5, length_penalty=0.6, coverage_penalty=0.2, top_k=3,
                   temperature=0.7, n_best=2, max_length=17, min_length=3, seed=11,
-                  freeze_finished_scores=True, name="sampler")
+                  freeze_finished_scores=True, early_exit=True, name="sampler")
     sampler = BeamSampler(**kwargs)
     config = sampler.get_config()
     for key, value in kwargs.items():
@@ -752,3 +752,35 @@ def test_unordered_state_is_carried_without_reordering(jit_compile):
     for key in ("ids", "lengths"):
         np.testing.assert_array_equal(outputs[key], expected[key])
     np.testing.assert_allclose(outputs["log_probs"], expected["log_probs"], atol=1e-6)
+
+
+def test_early_exit_without_penalties_stops_sooner_with_the_same_results():
+    """Markov models in which some hypotheses go on for long: without penalties the n_best
+    results are the same; the loop stops when the best ones have finished (fewer steps)."""
+    steps = {}
+
+    def counting_step_fn(table, name):
+        step_fn = markov_step_fn(table)
+
+        def counted(ids, step, state):
+            steps[name] = int(step) + 1  # eager: the Python body runs once per step
+            return step_fn(ids, step, state)
+
+        return counted
+
+    sooner = 0
+    for seed in range(11, 16):
+        table = np.random.default_rng(seed).normal(scale=2.0, size=[7, 7]).astype(np.float32)
+        table[:, END] += 1.0
+        results = {}
+        for early_exit in (False, True):
+            sampler = BeamSampler(beam_size=4, n_best=2, max_length=12, early_exit=early_exit)
+            results[early_exit] = sampler(counting_step_fn(table, early_exit),
+                                          tf.constant([0, 1, 3, 4, 6]), END)
+        for key in ("ids", "lengths", "log_probs", "scores"):
+            np.testing.assert_array_equal(results[True][key], results[False][key])
+        # Every example's two best hypotheses had finished when it stopped.
+        assert (results[True]["lengths"].numpy() < steps[True]).all()
+        assert steps[True] <= steps[False]
+        sooner += steps[True] < steps[False]
+    assert sooner >= 3  # most of these models have a long tail of unfinished hypotheses
