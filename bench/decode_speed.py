@@ -66,7 +66,8 @@ def parse_arguments(argv=None):
     parser.add_argument("--beam-size", type=int, default=4)
     parser.add_argument("--length-penalty", type=float, default=0.6)
     parser.add_argument("--searches", default="greedy,beam",
-                        help="comma-separated: greedy, beam")
+                        help="comma-separated: greedy, beam, beam-early-exit (beam with "
+                             "BeamSampler(early_exit=True))")
     parser.add_argument("--jit-compile", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--max-sentences", type=int, help="translate only the first N (smoke run)")
     parser.add_argument("--seed", type=int, default=1234)
@@ -188,6 +189,8 @@ def main():
         "greedy": BeamSampler(beam_size=1),
         "beam": BeamSampler(beam_size=arguments.beam_size,
                             length_penalty=arguments.length_penalty),
+        "beam-early-exit": BeamSampler(beam_size=arguments.beam_size,
+                                       length_penalty=arguments.length_penalty, early_exit=True),
     }
     for search in arguments.searches.split(","):
         sampler = samplers[search]
@@ -196,7 +199,8 @@ def main():
         outputs, warm, _ = timed_translate(translator, sentences, sampler, arguments)
         tokens = int(tokenizer(tf.constant(outputs)).row_lengths().numpy().sum())
         bleu = score_translations(outputs, references).bleu
-        print(f"{search} ({sampler.beam_size=}, {sampler.length_penalty=}): "
+        print(f"{search} (beam_size={sampler.beam_size}, "
+              f"length_penalty={sampler.length_penalty}, early_exit={sampler.early_exit}): "
               f"{tokens} target tokens, BLEU {bleu:.1f}")
         print(f"  time to first batch (cold): {first_batch:.2f} s")
         for name, seconds in (("cold", cold), ("warm", warm)):
