@@ -17,8 +17,10 @@ XLA compilation of every batch shape included) and one warm pass (the same trans
 again): sentences/s, target tokens/s (SentencePiece pieces of the best hypotheses,
 `</s>` not counted), the time to the first batch (from the start of the cold pass until
 its first batch is decoded),
-the peak resident memory of the process, BLEU against `test_2016_flickr.de`, and the load
-average of the machine before and after.
+the process CPU time (with its target tokens per CPU-second, a figure that depends less
+on other processes sharing the cores: on 2 otherwise idle cores, tokens/s would be at
+most twice it), the peak resident memory of the process, BLEU against
+`test_2016_flickr.de`, and the load average of the machine before and after.
 
 Not a test; run it on a quiet machine, in the background:
 
@@ -158,14 +160,15 @@ def timed_translate(translator, sentences, sampler, arguments):
         return timed_decode
 
     object.__setattr__(translator, "_decode_function", timed_decode_function)
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     try:
         outputs = translator.translate(sentences, sampler=sampler,
                                        batch_size=arguments.batch_size,
                                        jit_compile=arguments.jit_compile)
     finally:
         del translator.__dict__["_decode_function"]
-    return outputs, time.perf_counter() - started, first_batch[0] - started
+    seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
+    return outputs, seconds, cpu_seconds, first_batch[0] - started
 
 
 def main():
@@ -195,17 +198,20 @@ def main():
     for search in arguments.searches.split(","):
         sampler = samplers[search]
         forget_compiled_functions(translator)
-        _, cold, first_batch = timed_translate(translator, sentences, sampler, arguments)
-        outputs, warm, _ = timed_translate(translator, sentences, sampler, arguments)
+        _, cold, cold_cpu, first_batch = timed_translate(translator, sentences, sampler,
+                                                          arguments)
+        outputs, warm, warm_cpu, _ = timed_translate(translator, sentences, sampler, arguments)
         tokens = int(tokenizer(tf.constant(outputs)).row_lengths().numpy().sum())
         bleu = score_translations(outputs, references).bleu
         print(f"{search} (beam_size={sampler.beam_size}, "
               f"length_penalty={sampler.length_penalty}, early_exit={sampler.early_exit}): "
               f"{tokens} target tokens, BLEU {bleu:.1f}")
         print(f"  time to first batch (cold): {first_batch:.2f} s")
-        for name, seconds in (("cold", cold), ("warm", warm)):
+        for name, seconds, cpu_seconds in (("cold", cold, cold_cpu), ("warm", warm, warm_cpu)):
             print(f"  {name} pass: {seconds:.2f} s, {len(sentences) / seconds:.1f} sentences/s, "
-                  f"{tokens / seconds:,.0f} target tokens/s")
+                  f"{tokens / seconds:,.0f} target tokens/s; process CPU time "
+                  f"{cpu_seconds:.1f} s ({tokens / cpu_seconds:,.0f} target tokens per "
+                  f"CPU-second)")
         print(f"  peak memory (max RSS) so far: "
               f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB", flush=True)
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
