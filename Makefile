@@ -1,16 +1,25 @@
-# The two commands of the README. Both create .venv with Python 3.11 (or $(PYTHON)) and install into it.
+# The two commands of the README (make quickstart, make test). Both create .venv with
+# Python 3.11 (or $(PYTHON)) and install into it.
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: test docs install clean
+.PHONY: quickstart test docs install install-core clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
-install: $(BIN)/python
+install-core: $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+
+install: install-core
 	$(BIN)/pip install --quiet -e ".[test,docs,beam]"
+
+# Vocabulary, a few minutes of training, export to saved_models/quickstart, translation
+# through the SavedModel and BLEU (examples/quickstart/quickstart.py).
+quickstart: install-core
+	$(BIN)/python examples/quickstart/quickstart.py
 
 test: install
 	$(BIN)/python -m pytest -q -n 2 tests

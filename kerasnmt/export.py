@@ -304,7 +304,10 @@ def export_translator(
         batch_size_buckets, length_ratio, length_offset, replace_unknown_target, jit_compile,
     )
     archive = keras.export.ExportArchive()
-    archive.track(translator)
+    # The preprocessor for its lookup tables and SentencePiece resources. Not the
+    # translator: the archive keeps the variables its endpoints use by itself, and
+    # tracking the model would store every weight twice (its Keras variable and the
+    # TensorFlow variable inside), plus its metric variables.
     archive.track(translator.preprocessor)
     source_spec = [tf.TensorSpec([None], tf.string, name="source")]
     archive.add_endpoint(SERVING_SIGNATURE, function.serving_default, source_spec)

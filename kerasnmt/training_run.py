@@ -204,13 +204,14 @@ def restore_translator(config, checkpoint=None):
     """
     path = latest_checkpoint(config, checkpoint)
     translator = build_translator(config)
-    status = tf.train.Checkpoint(model=translator).restore(path)
     try:
+        status = tf.train.Checkpoint(model=translator).restore(path)
         status.expect_partial().assert_existing_objects_matched()
-    except AssertionError as error:
+    except (AssertionError, ValueError) as error:
+        detail = str(error).split(" Showing")[0].splitlines()[0]
         raise ValueError(
-            f"{path} does not match the model of the configuration (model section or "
-            f"vocabularies differ): {str(error).splitlines()[0]}"
+            f"{path} does not match the model of the configuration (the model section or "
+            f"the vocabularies differ from those it was trained with): {detail}"
         ) from None
     return translator, path
 
@@ -532,8 +533,8 @@ def train(config, time_limit=None, verbose="auto"):
         )
     except KeyboardInterrupt:
         if checkpoints.manager is not None:
-            checkpoints._save(_step(translator))
-            print(f"\nInterrupted: saved {checkpoints.manager.latest_checkpoint}", flush=True)
+            path = checkpoints.manager.save(checkpoint_number=_step(translator))
+            print(f"\nInterrupted: saved {path}", flush=True)
         raise
     step = _step(translator)
     last_checkpoint = checkpoints.manager.latest_checkpoint

@@ -118,6 +118,15 @@ def test_signatures_equal_translate(whitespace_export):
             assert not alignments[i, k, rows:].any() and not alignments[i, k, :, columns:].any()
 
 
+def test_each_weight_is_stored_once(whitespace_export):
+    translator, path = whitespace_export
+    checkpoint = str(path / "variables" / "variables")
+    dtypes = tf.train.load_checkpoint(checkpoint).get_variable_to_dtype_map()
+    stored = sum(int(np.prod(shape)) for name, shape in tf.train.list_variables(checkpoint)
+                 if dtypes[name].is_floating)
+    assert stored == sum(int(np.prod(weight.shape)) for weight in translator.trainable_weights)
+
+
 def test_bad_inputs_do_not_crash_the_loaded_model(whitespace_export):
     translator, path = whitespace_export
     serving = _loaded(path).signatures[SERVING_SIGNATURE]

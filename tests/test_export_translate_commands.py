@@ -129,3 +129,10 @@ def test_usage_and_input_errors(trained_run, capsys, tmp_path):
     status, out, err = run_cli(capsys, "export", tmp_path / "x", "--config", config_path,
                                "--checkpoint", tmp_path / "nothing")
     assert status == 2 and "no such checkpoint" in err
+
+    other = tiny_run(model={"num_units": 32})
+    other["model_dir"] = str(directory / "model")
+    other_path = write_config(directory, other, name="other.yml")
+    status, out, err = run_cli(capsys, "export", tmp_path / "y", "--config", other_path)
+    assert status == 2 and "does not match the model of the configuration" in err
+    assert not (tmp_path / "y").exists()
