@@ -49,6 +49,7 @@ from kerasnmt.data import train_sentencepiece  # noqa: E402
 from kerasnmt.data.training_pipeline import training_dataset  # noqa: E402
 from kerasnmt.evaluation import read_lines, score_translations  # noqa: E402
 from kerasnmt.export import export_translator, next_version_path  # noqa: E402
+from kerasnmt.layers import BeamSampler  # noqa: E402
 from kerasnmt.training_run import (  # noqa: E402
     TRAINING_KEYS,
     accumulation_steps,
@@ -77,6 +78,8 @@ def parse_arguments():
     parser.add_argument("--vocabulary-size", type=int, default=8000)
     parser.add_argument("--beam-size", type=int, default=4)
     parser.add_argument("--length-penalty", type=float, default=0.6)
+    parser.add_argument("--early-exit", action="store_true",
+                        help="BeamSampler(early_exit=True) for the test set and the export")
     parser.add_argument("--test-sentences", type=int,
                         help="translate only the first N test sentences (smoke runs)")
     return parser.parse_args()
@@ -146,6 +149,8 @@ def main():
     if args.test_sentences:
         sources, references = sources[: args.test_sentences], references[: args.test_sentences]
     sampler = build_sampler(config, n_best=1)
+    if args.early_exit:
+        sampler = BeamSampler.from_config(dict(sampler.get_config(), early_exit=True))
     translator = result.translator
     translator.translate(sources, sampler=sampler, batch_size=32)  # compiles each shape
     begin = time.monotonic()
@@ -163,7 +168,8 @@ def main():
     print(f"training: {steps} steps in {train_seconds:.0f} s ({epoch_batches} batches an "
           f"epoch), {steps * step_tokens / train_seconds:.0f} source+target tokens/s")
     print(f"decoding: {len(sources)} sentences (beam {args.beam_size}, length penalty "
-          f"{args.length_penalty:g}) in {decode_seconds:.1f} s, "
+          f"{args.length_penalty:g}{', early exit' if args.early_exit else ''}) in "
+          f"{decode_seconds:.1f} s, "
           f"{target_tokens / decode_seconds:.0f} target tokens/s, "
           f"{len(sources) / decode_seconds:.1f} sentences/s")
     print(f"test_2016_flickr ({len(sources)} sentences), detokenized:")

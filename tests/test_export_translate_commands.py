@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from kerasnmt import cli
 from kerasnmt.config import load_config
+from kerasnmt.layers import BeamSampler
 from kerasnmt.training_run import TRAINING_KEYS, build_sampler, restore_translator, train
 from tests.run_fixtures import tiny_run, write_config, write_corpus
 
@@ -96,9 +97,10 @@ def test_export_and_translate_a_keras_file(trained_run, capsys):
     translator.save(str(directory / "tiny.keras"))
     status, out, err = run_cli(capsys, "export", directory / "from_keras",
                                "--model", directory / "tiny.keras",
-                               "--maximum-source-length", "8")
+                               "--maximum-source-length", "8", "--early-exit")
     assert status == 0, err
-    greedy_free = translator.translate(sources)  # BeamSampler() defaults: beam 4
+    # BeamSampler() defaults (beam 4, no penalty), with early exit (the same results).
+    greedy_free = translator.translate(sources, sampler=BeamSampler(early_exit=True))
     serving = tf.saved_model.load(str(directory / "from_keras")).signatures["serving_default"]
     texts = [t.decode() for t in serving(source=tf.constant(sources))["translation"].numpy()]
     assert texts == greedy_free
