@@ -15,6 +15,8 @@ import inspect
 import os
 import sys
 
+import numpy as np
+
 from kerasnmt.config import ConfigError, load_config
 from kerasnmt.data.sentencepiece_trainer import MODEL_TYPES, train_sentencepiece
 from kerasnmt.data.shards import write_shards
@@ -492,37 +494,58 @@ def _read_sentences(path):
 
 
 class _SavedModelTranslator:
-    """Translates with an exported SavedModel, batched by similar lengths."""
+    """Translates with an exported SavedModel."""
 
-    def __init__(self, path, n_best):
+    def __init__(self, path, n_best, with_alignments):
         import tensorflow as tf
 
         if not os.path.isfile(os.path.join(path, "saved_model.pb")):
             raise OSError(f"{path}: not a SavedModel directory (no saved_model.pb)")
         self.tf = tf
+        self.path = path
         model = tf.saved_model.load(path)
-        self.signature = model.signatures["n_best" if n_best > 1 else "serving_default"]
+        self.n_best_signature = n_best > 1 or with_alignments
+        self.signature = model.signatures["n_best" if self.n_best_signature else "serving_default"]
         self.n_best = n_best
+        self.with_alignments = with_alignments
 
     def __call__(self, sentences):
-        """A list of n-best lists of (text, score) pairs, one per sentence."""
-        source = self.tf.constant(sentences, self.tf.string)
-        if self.n_best == 1:
-            outputs = self.signature(source=source)
-            return [[(text.decode("utf-8"), float(score))] for text, score in
+        """A list of n-best lists of hypotheses (`text`, `score`[, `alignment`]), one per
+        sentence."""
+        outputs = self.signature(source=self.tf.constant(sentences, self.tf.string))
+        if not self.n_best_signature:
+            return [[{"text": text.decode("utf-8"), "score": float(score)}] for text, score in
                     zip(outputs["translation"].numpy(), outputs["score"].numpy())]
-        outputs = self.signature(source=source)
         available = outputs["translations"].shape[1]
         if available < self.n_best:
             raise ValueError(
-                f"the SavedModel returns {available} hypotheses a sentence (exported with "
+                f"{self.path} returns {available} hypotheses a sentence (exported with "
                 f"n_best={available}): export it again with --n-best {self.n_best}"
             )
-        return [
-            [(text.decode("utf-8"), float(score)) for text, score in
-             zip(texts[: self.n_best], scores[: self.n_best])]
-            for texts, scores in zip(outputs["translations"].numpy(), outputs["scores"].numpy())
-        ]
+        if self.with_alignments and "alignments" not in outputs:
+            raise ValueError(f"{self.path} was exported without alignments: export it again "
+                             "with --with-alignments")
+        texts, scores = outputs["translations"].numpy(), outputs["scores"].numpy()
+        alignments = outputs["alignments"].numpy() if self.with_alignments else None
+        results = []
+        for i in range(len(sentences)):
+            n_best = []
+            for k in range(self.n_best):
+                hypothesis = {"text": texts[i, k].decode("utf-8"), "score": float(scores[i, k])}
+                if alignments is not None:
+                    hypothesis["alignment"] = _unpadded_alignment(alignments[i], k)
+                n_best.append(hypothesis)
+            results.append(n_best)
+        return results
+
+
+def _unpadded_alignment(alignments, k):
+    """Hypothesis `k`'s `[target tokens, source tokens]` rows of a sentence's zero-padded
+    `[n, T, S]` alignments (a token's row is a distribution; padding is zeros)."""
+    rows = int(np.sum(alignments[k].sum(axis=-1) > 0.5))
+    used = np.flatnonzero(alignments.max(axis=(0, 1)) > 0)
+    columns = int(used[-1]) + 1 if len(used) else 0
+    return alignments[k, :rows, :columns]
 
 
 class _CheckpointTranslator:
@@ -541,7 +564,36 @@ class _CheckpointTranslator:
             sentences, sampler=self.sampler, batch_size=self.batch_size, return_details=True,
             replace_unknown_target=self.replace_unknown_target,
         )
-        return [[(h["text"], h["score"]) for h in n_best[: self.n_best]] for n_best in results]
+        return [n_best[: self.n_best] for n_best in results]
+
+
+def format_hypothesis(hypothesis, with_scores=False, with_alignments=None):
+    """One output line, as OpenNMT-tf writes it: `[SCORE ||| ]TEXT[ ||| ALIGNMENT]`.
+
+    `hard` alignments are Pharaoh pairs `source-target` of each target token's most
+    attended source token; `soft` ones the attention vectors, one a target token,
+    separated by ` ; `.
+
+    Example:
+    >>> import numpy as np
+    >>> hypothesis = {"text": "B A", "score": -0.5, "alignment": np.array([[0.2, 0.8], [0.9, 0.1]])}
+    >>> format_hypothesis(hypothesis, with_scores=True, with_alignments="hard")
+    '-0.500000 ||| B A ||| 1-0 0-1'
+    >>> format_hypothesis(hypothesis, with_alignments="soft")
+    'B A ||| 0.200000 0.800000 ; 0.900000 0.100000'
+    """
+    line = hypothesis["text"]
+    if with_scores:
+        line = f"{hypothesis['score']:.6f} ||| {line}"
+    if with_alignments == "hard":
+        pairs = (f"{source}-{target}" for target, source in
+                 enumerate(np.argmax(hypothesis["alignment"], axis=-1))) if (
+            hypothesis["alignment"].shape[-1]) else ()
+        line = f"{line} ||| {' '.join(pairs)}"
+    elif with_alignments == "soft":
+        vectors = (" ".join(f"{value:.6f}" for value in row) for row in hypothesis["alignment"])
+        line = f"{line} ||| {' ; '.join(vectors)}"
+    return line
 
 
 @subcommand
@@ -552,7 +604,8 @@ def translate(parser):
     their translations, one a line in the same order, to --output or stdout. With
     --n-best N, each sentence gets N lines (its hypotheses, best first); with
     --with-scores, each line is "SCORE ||| TRANSLATION" (the penalized log-probability
-    the beam search ranks by; higher is better), as OpenNMT-tf prints them.
+    the beam search ranks by; higher is better), and with --with-alignments it ends with
+    " ||| ALIGNMENT", as OpenNMT-tf prints them.
 
     With --saved-model, the SavedModel decides the decoding options (fixed at export);
     with --config (and --checkpoint) or --model, they come from the configuration's
@@ -574,6 +627,14 @@ def translate(parser):
         help="write SCORE ||| TRANSLATION (default: infer.with_scores of --config)",
     )
     parser.add_argument(
+        "--with-alignments", choices=("hard", "soft"),
+        help="append ' ||| ' and the alignment of each translation: hard (Pharaoh pairs "
+        "source-target, the most attended source token of each target token) or soft (the "
+        "attention vectors, ' ; '-separated); tokens are SentencePiece pieces or words "
+        "(default: infer.with_alignments of --config; a SavedModel must be exported with "
+        "--with-alignments)",
+    )
+    parser.add_argument(
         "--batch-size", type=positive_int,
         help="sentences translated together (default: infer.batch_size of --config, else 32)",
     )
@@ -590,11 +651,13 @@ def translate(parser):
         infer = config["infer"] if config else {}
         n_best = args.n_best or infer.get("n_best", 1)
         with_scores = args.with_scores or infer.get("with_scores", False)
+        with_alignments = args.with_alignments or infer.get("with_alignments")
         batch_size = args.batch_size or (
             infer["batch_size"] if infer and infer["batch_type"] == "examples" else 32
         )
         if args.saved_model:
-            translate_batch = _SavedModelTranslator(args.saved_model, n_best)
+            translate_batch = _SavedModelTranslator(args.saved_model, n_best,
+                                                    bool(with_alignments))
         else:
             if config and n_best > config["params"]["beam_width"]:
                 raise ValueError(
@@ -608,8 +671,8 @@ def translate(parser):
         try:
             for n_best_list in _translate_in_order(sentences, translate_batch, batch_size,
                                                    progress=bool(args.output)):
-                for text, score in n_best_list:
-                    stream.write(f"{score:.6f} ||| {text}\n" if with_scores else f"{text}\n")
+                for hypothesis in n_best_list:
+                    stream.write(format_hypothesis(hypothesis, with_scores, with_alignments) + "\n")
         finally:
             if args.output:
                 stream.close()

@@ -1,8 +1,10 @@
 """`kerasnmt export` and `kerasnmt translate` on a tiny trained run."""
 
+import doctest
 import io
 import os
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -138,3 +140,38 @@ def test_usage_and_input_errors(trained_run, capsys, tmp_path):
     status, out, err = run_cli(capsys, "export", tmp_path / "y", "--config", other_path)
     assert status == 2 and "does not match the model of the configuration" in err
     assert not (tmp_path / "y").exists()
+
+
+def test_format_hypothesis_examples():
+    assert doctest.testmod(cli, verbose=False).failed == 0
+
+
+def test_alignments_from_the_checkpoint_and_the_saved_model(trained_run, capsys):
+    directory, config_path, _, sources, details = trained_run
+    # The most attended source token of each target token, from translate's details.
+    expected = [
+        " ".join(f"{source}-{target}" for target, source in
+                 enumerate(n_best[0]["alignment"].argmax(-1)))
+        for n_best in details
+    ]
+    status, out, err = run_cli(capsys, "translate", "--config", config_path,
+                               "--input", directory / "val.src", "--with-alignments", "hard")
+    assert status == 0, err
+    assert [line.split(" ||| ") for line in out.splitlines()] == [
+        [n_best[0]["text"], pairs] for n_best, pairs in zip(details, expected)]
+
+    path = directory / "with_alignments"
+    status, out, err = run_cli(capsys, "export", path, "--config", config_path,
+                               "--with-alignments")
+    assert status == 0, err
+    status, out, err = run_cli(capsys, "translate", "--saved-model", path,
+                               "--input", directory / "val.src", "--with-alignments", "soft")
+    assert status == 0, err
+    for line, n_best in zip(out.splitlines(), details):
+        text, vectors = line.split(" ||| ")
+        assert text == n_best[0]["text"]
+        if len(n_best[0]["alignment"]) == 0:  # an empty translation aligns nothing
+            assert vectors == ""
+            continue
+        rows = [[float(v) for v in row.split()] for row in vectors.split(" ; ")]
+        np.testing.assert_allclose(rows, n_best[0]["alignment"], atol=1e-5)
