@@ -123,7 +123,7 @@ def main():
     ).map(model_data)
 
     times, source_tokens, target_tokens, flops = [], 0, 0, 0.0
-    started = time.perf_counter()
+    started = warmup_started = time.perf_counter()
     for step, (x, y) in enumerate(batches.take(arguments.warmup_steps + arguments.steps)):
         translator.train_on_batch(x, y)
         now = time.perf_counter()
@@ -133,7 +133,7 @@ def main():
             target_tokens += int(tf.reduce_sum(y["length"]))  # tokens + </s>
             flops += step_flops(x, y, arguments, translator.target_vocabulary_size)
         elif step == arguments.warmup_steps - 1:
-            print(f"warmup: {arguments.warmup_steps} steps in {now - started:.1f} s")
+            print(f"warmup: {arguments.warmup_steps} steps in {now - warmup_started:.1f} s")
         started = now
 
     total = sum(times)
