@@ -12,7 +12,8 @@ and trains for `--train-minutes` of wall-clock time (`kerasnmt.training_run.trai
 (none of the budget goes to it); the model is the last checkpoint, not an average
 (`--average-last-checkpoints N` averages the last N: in a short run they are 150 steps
 apart while the loss still falls fast, and the average is worse than the last one).
-Then `test_2016_flickr.en` is translated with beam 4 and length penalty 0.6 (`Translator.translate`, batches of 32 sentences) and scored with sacreBLEU on
+Then `test_2016_flickr.en` is translated with beam 4 and length penalty 0.6
+(`Translator.translate`, batches of 32 sentences) and scored with sacreBLEU on
 detokenized text against `test_2016_flickr.de`. The model is also exported to
 `saved_models/multi30k/N` (for `bench/serve_latency.py`).
 
