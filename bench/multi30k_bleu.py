@@ -15,7 +15,8 @@ apart while the loss still falls fast, and the average is worse than the last on
 Then `test_2016_flickr.en` is translated with beam 4 and length penalty 0.6
 (`Translator.translate`, batches of 32 sentences) and scored with sacreBLEU on
 detokenized text against `test_2016_flickr.de`. The model is also exported to
-`saved_models/multi30k/N` (for `bench/serve_latency.py`).
+`saved_models/multi30k/N` (for `bench/serve_latency.py`) and saved as
+`--workdir/model.keras` (for `bench/decode_speed.py --checkpoint`).
 
 Printed:
 - sacreBLEU and chrF2 with their signatures;
@@ -167,6 +168,8 @@ def main():
 
     path = next_version_path(args.saved_models)
     export_translator(translator, path, sampler=sampler, **export_options(config))
+    keras_path = os.path.join(args.workdir, "model.keras")  # for bench/decode_speed.py
+    translator.save(keras_path)
 
     print()
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores")
@@ -179,7 +182,7 @@ def main():
           f"{len(sources) / decode_seconds:.1f} sentences/s")
     print(f"test_2016_flickr ({len(sources)} sentences), detokenized:")
     print(scores)
-    print(f"exported to {path}")
+    print(f"exported to {path}; the model is also in {keras_path}")
 
 
 if __name__ == "__main__":
