@@ -574,13 +574,13 @@ def format_hypothesis(hypothesis, with_scores=False, with_alignments=None):
     attended source token; `soft` ones the attention vectors, one a target token,
     separated by ` ; `.
 
-    Example:
-    >>> import numpy as np
-    >>> hypothesis = {"text": "B A", "score": -0.5, "alignment": np.array([[0.2, 0.8], [0.9, 0.1]])}
-    >>> format_hypothesis(hypothesis, with_scores=True, with_alignments="hard")
-    '-0.500000 ||| B A ||| 1-0 0-1'
-    >>> format_hypothesis(hypothesis, with_alignments="soft")
-    'B A ||| 0.200000 0.800000 ; 0.900000 0.100000'
+    Examples:
+        >>> import numpy as np
+        >>> hypothesis = {"text": "B A", "score": -0.5, "alignment": np.array([[0.2, 0.8], [0.9, 0.1]])}
+        >>> format_hypothesis(hypothesis, with_scores=True, with_alignments="hard")
+        '-0.500000 ||| B A ||| 1-0 0-1'
+        >>> format_hypothesis(hypothesis, with_alignments="soft")
+        'B A ||| 0.200000 0.800000 ; 0.900000 0.100000'
     """
     line = hypothesis["text"]
     if with_scores:

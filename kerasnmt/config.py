@@ -43,7 +43,7 @@ class ConfigError(ValueError):
         source: the configuration file (or a description of where the values came from).
         errors: one message a mistake, each starting with its key path.
 
-    Example:
+    Examples:
 
     >>> error = ConfigError("run.yml", ["train.batch_size: expected an integer >= 1, got 0"])
     >>> print(error)
@@ -674,10 +674,9 @@ def default_config():
     Returns:
         A nested dict: `{"model_dir": None, "data": {...}, "model": {...}, ...}`.
 
-    Example:
-
-    >>> default_config()["train"]["batch_type"]
-    'tokens'
+    Examples:
+        >>> default_config()["train"]["batch_type"]
+        'tokens'
     """
 
     def defaults(schema):
@@ -728,7 +727,7 @@ def load_config(path, required=()):
     Raises:
         ConfigError: listing every mistake with its key path, before anything runs.
 
-    Example:
+    Examples:
 
     >>> import pathlib, tempfile
     >>> run = pathlib.Path(tempfile.mkdtemp()) / "run.yml"

@@ -66,7 +66,7 @@ def score_translations(hypotheses, references, lowercase=False, tokenize="13a"):
         ValueError: no hypotheses, a different number of hypotheses and references, an
             unknown tokenizer, or text that still holds SentencePiece pieces.
 
-    Example:
+    Examples:
 
     >>> scores = score_translations(["the cat sat on the mat"], ["the cat sat on a mat"])
     >>> round(scores.bleu, 2)  # (5/6 * 3/5 * 2/4 * 1/3) ** (1/4), no brevity penalty

@@ -57,9 +57,9 @@ _EXECUTION_FUNCTIONS = ("train_function", "test_function", "predict_function")
 def default_source_length_buckets(maximum_source_length):
     """Powers of two from 8 below `maximum_source_length`, then `maximum_source_length`.
 
-    Example:
-    >>> default_source_length_buckets(100)
-    [8, 16, 32, 64, 100]
+    Examples:
+        >>> default_source_length_buckets(100)
+        [8, 16, 32, 64, 100]
     """
     buckets, width = [], SMALLEST_SOURCE_BUCKET
     while width < maximum_source_length:
@@ -355,11 +355,11 @@ def _write_atomically(archive, path):
 def next_version_path(base_path):
     """`base_path/N` for the next TF Serving version number N (1 if there is none).
 
-    Example:
-    >>> import tempfile
-    >>> base = tempfile.mkdtemp()
-    >>> os.path.basename(next_version_path(base))
-    '1'
+    Examples:
+        >>> import tempfile
+        >>> base = tempfile.mkdtemp()
+        >>> os.path.basename(next_version_path(base))
+        '1'
     """
     versions = [int(name) for name in os.listdir(base_path) if name.isdigit()] if (
         os.path.isdir(base_path)

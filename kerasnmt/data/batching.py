@@ -95,18 +95,18 @@ def filter_examples_by_length(maximum_features_length=None, maximum_labels_lengt
         dataset of single examples. Empty sources and targets are always dropped, as in
         OpenNMT-tf.
 
-    Example:
-    >>> import tensorflow as tf
-    >>> def example(source_tokens, target_tokens):
-    ...     return ({"ids": tf.ones([source_tokens], tf.int64), "length": source_tokens},
-    ...             {"ids": tf.ones([target_tokens + 1], tf.int64),
-    ...              "ids_out": tf.ones([target_tokens + 1], tf.int64),
-    ...              "length": target_tokens + 1})
-    >>> dataset = tf.data.Dataset.from_tensor_slices(([0, 1, 2, 3], [1, 1, 2, 1]))
-    >>> dataset = dataset.map(example)
-    >>> dataset = dataset.apply(filter_examples_by_length(maximum_features_length=2))
-    >>> [int(features["length"]) for features, _ in dataset]
-    [1, 2]
+    Examples:
+        >>> import tensorflow as tf
+        >>> def example(source_tokens, target_tokens):
+        ...     return ({"ids": tf.ones([source_tokens], tf.int64), "length": source_tokens},
+        ...             {"ids": tf.ones([target_tokens + 1], tf.int64),
+        ...              "ids_out": tf.ones([target_tokens + 1], tf.int64),
+        ...              "length": target_tokens + 1})
+        >>> dataset = tf.data.Dataset.from_tensor_slices(([0, 1, 2, 3], [1, 1, 2, 1]))
+        >>> dataset = dataset.map(example)
+        >>> dataset = dataset.apply(filter_examples_by_length(maximum_features_length=2))
+        >>> [int(features["length"]) for features, _ in dataset]
+        [1, 2]
     """
     _length_checks(maximum_features_length, maximum_labels_length)
     return lambda dataset: dataset.filter(
@@ -156,11 +156,11 @@ def bucket_batch_size(bucket, batch_size, length_bucket_width, batch_size_multip
         length_bucket_width: the bucket width in tokens.
         batch_size_multiple: the batch size is a multiple of this value.
 
-    Example:
-    >>> bucket_batch_size(4, batch_size=100, length_bucket_width=1)
-    20
-    >>> bucket_batch_size(4, batch_size=100, length_bucket_width=1, batch_size_multiple=8)
-    16
+    Examples:
+        >>> bucket_batch_size(4, batch_size=100, length_bucket_width=1)
+        20
+        >>> bucket_batch_size(4, batch_size=100, length_bucket_width=1, batch_size_multiple=8)
+        16
     """
     size = batch_size // ((bucket + 1) * length_bucket_width)
     size = size // batch_size_multiple * batch_size_multiple
@@ -309,17 +309,17 @@ def batch_sequence_dataset(
         A function `tf.data.Dataset -> tf.data.Dataset` for `Dataset.apply`; padding is
         0 for numbers and `""` for strings.
 
-    Example:
-    >>> import tensorflow as tf
-    >>> def example(length):
-    ...     return ({"ids": tf.ones([length], tf.int64), "length": length},
-    ...             {"ids": tf.ones([length + 1], tf.int64),
-    ...              "ids_out": tf.ones([length + 1], tf.int64), "length": length + 1})
-    >>> dataset = tf.data.Dataset.from_tensor_slices([5] * 40).map(example)
-    >>> dataset = dataset.apply(batch_sequence_dataset(
-    ...     100, batch_type="tokens", length_bucket_width=1))
-    >>> [int(features["ids"].shape[0]) for features, _ in dataset]
-    [20, 20]
+    Examples:
+        >>> import tensorflow as tf
+        >>> def example(length):
+        ...     return ({"ids": tf.ones([length], tf.int64), "length": length},
+        ...             {"ids": tf.ones([length + 1], tf.int64),
+        ...              "ids_out": tf.ones([length + 1], tf.int64), "length": length + 1})
+        >>> dataset = tf.data.Dataset.from_tensor_slices([5] * 40).map(example)
+        >>> dataset = dataset.apply(batch_sequence_dataset(
+        ...     100, batch_type="tokens", length_bucket_width=1))
+        >>> [int(features["ids"].shape[0]) for features, _ in dataset]
+        [20, 20]
     """
     _check_batching(batch_size, batch_type, batch_size_multiple, length_bucket_width, pad_to_bucket_boundary)
     batch = batch_keyed_examples(
@@ -336,11 +336,11 @@ def filter_irregular_batches(multiple):
 
     With `multiple` replicas, each replica then gets the same number of examples.
 
-    Example:
-    >>> import tensorflow as tf
-    >>> dataset = tf.data.Dataset.range(10).batch(3).apply(filter_irregular_batches(3))
-    >>> [batch.numpy().tolist() for batch in dataset]
-    [[0, 1, 2], [3, 4, 5], [6, 7, 8]]
+    Examples:
+        >>> import tensorflow as tf
+        >>> dataset = tf.data.Dataset.range(10).batch(3).apply(filter_irregular_batches(3))
+        >>> [batch.numpy().tolist() for batch in dataset]
+        [[0, 1, 2], [3, 4, 5], [6, 7, 8]]
     """
     if multiple < 1:
         raise ValueError(f"multiple must be at least 1, got {multiple}")

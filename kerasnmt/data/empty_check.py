@@ -32,16 +32,16 @@ def fail_if_empty(dataset, message):
     Returns:
         A `tf.data.Dataset` with the same elements.
 
-    Example:
-    >>> import tensorflow as tf
-    >>> empty = tf.data.Dataset.range(5).filter(lambda x: x > 10)
-    >>> try:
-    ...     list(fail_if_empty(empty, "nothing left after filtering"))
-    ... except tf.errors.InvalidArgumentError as error:
-    ...     print("nothing left after filtering" in error.message)
-    True
-    >>> [int(x) for x in fail_if_empty(tf.data.Dataset.range(3), "unused")]
-    [0, 1, 2]
+    Examples:
+        >>> import tensorflow as tf
+        >>> empty = tf.data.Dataset.range(5).filter(lambda x: x > 10)
+        >>> try:
+        ...     list(fail_if_empty(empty, "nothing left after filtering"))
+        ... except tf.errors.InvalidArgumentError as error:
+        ...     print("nothing left after filtering" in error.message)
+        True
+        >>> [int(x) for x in fail_if_empty(tf.data.Dataset.range(3), "unused")]
+        [0, 1, 2]
     """
     spec = dataset.element_spec
     marked = dataset.map(lambda *element: (tf.constant(True), element))

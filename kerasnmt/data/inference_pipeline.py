@@ -42,16 +42,16 @@ def inference_dataset(
         `"index"`, each example's 0-based position in `source`. Pass `features["index"]`
         with the outputs to `in_original_order`.
 
-    Example:
-    >>> import tensorflow as tf
-    >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
-    >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
-    >>> preprocessor = TranslationPreprocessor(
-    ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary)
-    >>> sentences = tf.data.Dataset.from_tensor_slices(["a b", "b", "b a", "a"])
-    >>> batches = inference_dataset(sentences, preprocessor, batch_size=2, length_bucket_width=1)
-    >>> [batch["index"].numpy().tolist() for batch in batches]
-    [[0, 2], [1, 3]]
+    Examples:
+        >>> import tensorflow as tf
+        >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
+        >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
+        >>> preprocessor = TranslationPreprocessor(
+        ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary)
+        >>> sentences = tf.data.Dataset.from_tensor_slices(["a b", "b", "b a", "a"])
+        >>> batches = inference_dataset(sentences, preprocessor, batch_size=2, length_bucket_width=1)
+        >>> [batch["index"].numpy().tolist() for batch in batches]
+        [[0, 2], [1, 3]]
     """
     if batch_type not in BATCH_TYPES:
         raise ValueError(f"batch_type must be one of {BATCH_TYPES}, got {batch_type!r}")
@@ -105,9 +105,9 @@ def in_original_order(batches):
     Raises:
         ValueError: when an index repeats or some index never arrives.
 
-    Example:
-    >>> list(in_original_order([([2, 0], ["c", "a"]), ([1, 3], ["b", "d"])]))
-    ['a', 'b', 'c', 'd']
+    Examples:
+        >>> list(in_original_order([([2, 0], ["c", "a"]), ([1, 3], ["b", "d"])]))
+        ['a', 'b', 'c', 'd']
     """
     waiting = {}
     next_index = 0

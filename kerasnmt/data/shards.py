@@ -520,21 +520,21 @@ def read_shards(index, num_parallel_calls=tf.data.AUTOTUNE, **kwargs):
         A `tf.data.Dataset` of `(features, labels)`; without `shuffle_files`, in shard
         order.
 
-    Example:
-    >>> import os, tempfile
-    >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
-    >>> directory = tempfile.mkdtemp()
-    >>> for name, text in (("src", "a b\\nb\\n"), ("tgt", "b\\na a\\n")):
-    ...     with open(os.path.join(directory, name), "w") as file:
-    ...         _ = file.write(text)
-    >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
-    >>> preprocessor = TranslationPreprocessor(
-    ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary)
-    >>> index = write_shards(os.path.join(directory, "src"), os.path.join(directory, "tgt"),
-    ...     preprocessor, os.path.join(directory, "shards"), num_shards=2, seed=None)
-    >>> [(f["ids"].tolist(), l["ids_out"].tolist())
-    ...  for f, l in read_shards(index).as_numpy_iterator()]
-    [([3, 4], [4, 2]), ([4], [3, 3, 2])]
+    Examples:
+        >>> import os, tempfile
+        >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
+        >>> directory = tempfile.mkdtemp()
+        >>> for name, text in (("src", "a b\\nb\\n"), ("tgt", "b\\na a\\n")):
+        ...     with open(os.path.join(directory, name), "w") as file:
+        ...         _ = file.write(text)
+        >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
+        >>> preprocessor = TranslationPreprocessor(
+        ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary)
+        >>> index = write_shards(os.path.join(directory, "src"), os.path.join(directory, "tgt"),
+        ...     preprocessor, os.path.join(directory, "shards"), num_shards=2, seed=None)
+        >>> [(f["ids"].tolist(), l["ids_out"].tolist())
+        ...  for f, l in read_shards(index).as_numpy_iterator()]
+        [([3, 4], [4, 2]), ([4], [3, 3, 2])]
     """
     records, _, index = shard_records(index, **kwargs)
     chunks = records.batch(CHUNK_SIZE).map(

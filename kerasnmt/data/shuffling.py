@@ -77,8 +77,8 @@ def index_lines(path, block_size=None, boundaries=None):
         boundaries: or record the byte offsets of these 0-based line numbers (sorted,
             the last one at most the number of lines), e.g. the first line of each
             shard and the line count; lines past the end map to the file size.
-        With either, a `.gz` file is also decompressed into a temporary file to seek in;
-        with neither, the file is only counted and checked.
+            With either, a `.gz` file is also decompressed into a temporary file to seek
+            in; with neither, the file is only counted and checked.
 
     Returns:
         A `LineIndex`. With `block_size`, its `offsets` end with the file size; with
@@ -88,16 +88,16 @@ def index_lines(path, block_size=None, boundaries=None):
         CorpusError: on bytes that are not UTF-8 (naming the file and the line) or on
             corrupt gzip data.
 
-    Example:
-    >>> import os, tempfile
-    >>> path = os.path.join(tempfile.mkdtemp(), "train.en")
-    >>> with open(path, "wb") as file:
-    ...     _ = file.write(b"a\\nbb\\nccc\\nd")
-    >>> index = index_lines(path, block_size=2)
-    >>> index.num_lines, index.offsets
-    (4, [0, 5, 10])
-    >>> index_lines(path, boundaries=[0, 1, 4]).offsets
-    [0, 2, 10]
+    Examples:
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "train.en")
+        >>> with open(path, "wb") as file:
+        ...     _ = file.write(b"a\\nbb\\nccc\\nd")
+        >>> index = index_lines(path, block_size=2)
+        >>> index.num_lines, index.offsets
+        (4, [0, 5, 10])
+        >>> index_lines(path, boundaries=[0, 1, 4]).offsets
+        [0, 2, 10]
     """
     if block_size is not None and block_size < 1:
         raise ValueError(f"block_size must be at least 1, got {block_size}")
@@ -201,16 +201,16 @@ def block_shuffled_lines(indexes, seed=None, num_shards=1, shard_index=0):
         A `tf.data.Dataset` of `(line_number, line_1, line_2, ...)`, `line_number`
         counting from 1 (int64) and one string per file.
 
-    Example:
-    >>> import os, tempfile
-    >>> directory = tempfile.mkdtemp()
-    >>> paths = [os.path.join(directory, name) for name in ("a", "b")]
-    >>> for path, text in zip(paths, ("1\\n2\\n3\\n4\\n5\\n", "v\\nw\\nx\\ny\\nz\\n")):
-    ...     with open(path, "w") as file:
-    ...         _ = file.write(text)
-    >>> dataset = block_shuffled_lines([index_lines(path, 2) for path in paths], seed=3)
-    >>> sorted(int(number) for number, _, _ in dataset)
-    [1, 2, 3, 4, 5]
+    Examples:
+        >>> import os, tempfile
+        >>> directory = tempfile.mkdtemp()
+        >>> paths = [os.path.join(directory, name) for name in ("a", "b")]
+        >>> for path, text in zip(paths, ("1\\n2\\n3\\n4\\n5\\n", "v\\nw\\nx\\ny\\nz\\n")):
+        ...     with open(path, "w") as file:
+        ...         _ = file.write(text)
+        >>> dataset = block_shuffled_lines([index_lines(path, 2) for path in paths], seed=3)
+        >>> sorted(int(number) for number, _, _ in dataset)
+        [1, 2, 3, 4, 5]
     """
     first = indexes[0]
     for index in indexes[1:]:

@@ -153,17 +153,17 @@ def make_training_batches(
         A finite `tf.data.Dataset` of batched `(features, labels)`. Iterating it raises
         `tf.errors.InvalidArgumentError` if no batch is left after filtering.
 
-    Example:
-    >>> import tensorflow as tf
-    >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
-    >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
-    >>> preprocessor = TranslationPreprocessor(
-    ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary)
-    >>> pairs = tf.data.Dataset.from_tensor_slices(
-    ...     (["a b", "a", "b a", "b", "a"], ["a", "b", "a", "a", ""]))
-    >>> batches = make_training_batches(pairs, preprocessor, batch_size=2)
-    >>> [features["ids"].numpy().tolist() for features, labels in batches]
-    [[[3, 4], [4, 3]], [[3], [4]]]
+    Examples:
+        >>> import tensorflow as tf
+        >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
+        >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
+        >>> preprocessor = TranslationPreprocessor(
+        ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary)
+        >>> pairs = tf.data.Dataset.from_tensor_slices(
+        ...     (["a b", "a", "b a", "b", "a"], ["a", "b", "a", "a", ""]))
+        >>> batches = make_training_batches(pairs, preprocessor, batch_size=2)
+        >>> [features["ids"].numpy().tolist() for features, labels in batches]
+        [[[3, 4], [4, 3]], [[3], [4]]]
     """
     _check_preprocessor_does_not_truncate(preprocessor)
     arity = len(dataset.element_spec) if isinstance(dataset.element_spec, tuple) else 1
@@ -235,11 +235,11 @@ def sampling_probabilities(weights, sizes):
     A weight scales a corpus's natural share, so that equal weights sample every example
     equally often whatever the corpus sizes; `None` weights are all equal.
 
-    Example:
-    >>> sampling_probabilities([1, 1], [300, 100])
-    [0.75, 0.25]
-    >>> sampling_probabilities([1, 3], [300, 100])
-    [0.5, 0.5]
+    Examples:
+        >>> sampling_probabilities([1, 1], [300, 100])
+        [0.75, 0.25]
+        >>> sampling_probabilities([1, 3], [300, 100])
+        [0.5, 0.5]
     """
     if weights is None:
         weights = [1.0] * len(sizes)
@@ -328,21 +328,21 @@ def training_dataset(
             when no batch is left after filtering, or on a malformed or out-of-range
             alignment line (naming the alignment file and the line).
 
-    Example:
-    >>> import os, tempfile
-    >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
-    >>> directory = tempfile.mkdtemp()
-    >>> for name, text in (("src", "a\\nb a\\na b a\\n"), ("tgt", "b\\na a\\nb b a\\n")):
-    ...     with open(os.path.join(directory, name), "w") as file:
-    ...         _ = file.write(text)
-    >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
-    >>> preprocessor = TranslationPreprocessor(
-    ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary)
-    >>> dataset = training_dataset(
-    ...     os.path.join(directory, "src"), os.path.join(directory, "tgt"), preprocessor,
-    ...     batch_size=6, batch_type="tokens", sample_buffer_size=0, repeat=False)
-    >>> [labels["ids_out"].numpy().tolist() for _, labels in dataset]
-    [[[4, 2]], [[3, 3, 2]], [[4, 4, 3, 2]]]
+    Examples:
+        >>> import os, tempfile
+        >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
+        >>> directory = tempfile.mkdtemp()
+        >>> for name, text in (("src", "a\\nb a\\na b a\\n"), ("tgt", "b\\na a\\nb b a\\n")):
+        ...     with open(os.path.join(directory, name), "w") as file:
+        ...         _ = file.write(text)
+        >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
+        >>> preprocessor = TranslationPreprocessor(
+        ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary)
+        >>> dataset = training_dataset(
+        ...     os.path.join(directory, "src"), os.path.join(directory, "tgt"), preprocessor,
+        ...     batch_size=6, batch_type="tokens", sample_buffer_size=0, repeat=False)
+        >>> [labels["ids_out"].numpy().tolist() for _, labels in dataset]
+        [[[4, 2]], [[3, 3, 2]], [[4, 4, 3, 2]]]
     """
     if num_shards < 1 or not 0 <= shard_index < num_shards:
         raise ValueError(f"need 0 <= shard_index < num_shards, got {shard_index} and {num_shards}")

@@ -65,12 +65,12 @@ def load_vocabulary(path, add_special_tokens=False):
         VocabularyError: on non-UTF-8 bytes, missing special tokens, empty or
             duplicate tokens; the message names the file and the line.
 
-    Example:
-    >>> import tempfile, os
-    >>> path = os.path.join(tempfile.mkdtemp(), "vocab.txt")
-    >>> save_vocabulary(["<blank>", "<s>", "</s>", "▁he", "▁can"], path)
-    >>> load_vocabulary(path)
-    ['<blank>', '<s>', '</s>', '▁he', '▁can']
+    Examples:
+        >>> import tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+        >>> save_vocabulary(["<blank>", "<s>", "</s>", "▁he", "▁can"], path)
+        >>> load_vocabulary(path)
+        ['<blank>', '<s>', '</s>', '▁he', '▁can']
     """
     tokens = []
     with open(path, "rb") as file:

@@ -130,25 +130,25 @@ class BeamSampler(keras.layers.Layer):
         ranking; and, when `step_fn` returns attention, `"alignment"`: float32
         `[B, n_best, max_length, S]`, the attention of each token (zeros on padding).
 
-    Example:
-    >>> import numpy as np
-    >>> next_token_probs = np.array([     # rows: last token; columns: next token
-    ...     [0.1, 0.1, 0.2, 0.3, 0.3],     # 0
-    ...     [0.1, 0.1, 0.1, 0.3, 0.4],     # 1 (<s>)
-    ...     [0.1, 0.1, 0.6, 0.1, 0.1],     # 2 (</s>)
-    ...     [0.1, 0.1, 0.7, 0.05, 0.05],   # 3
-    ...     [0.1, 0.1, 0.1, 0.6, 0.1],     # 4
-    ... ], dtype="float32")
-    >>> def step_fn(ids, step, state):
-    ...     return tf.gather(np.log(next_token_probs), ids), None, state
-    >>> sampler = BeamSampler(beam_size=2, n_best=2, max_length=5)
-    >>> outputs = sampler(step_fn, start_ids=tf.constant([1]), end_id=2)
-    >>> outputs["ids"].numpy().tolist()
-    [[[3, 0, 0, 0, 0], [4, 3, 0, 0, 0]]]
-    >>> outputs["lengths"].numpy().tolist()
-    [[1, 2]]
-    >>> np.exp(outputs["log_probs"].numpy().astype(float)).round(3).tolist()
-    [[0.21, 0.168]]
+    Examples:
+        >>> import numpy as np
+        >>> next_token_probs = np.array([     # rows: last token; columns: next token
+        ...     [0.1, 0.1, 0.2, 0.3, 0.3],     # 0
+        ...     [0.1, 0.1, 0.1, 0.3, 0.4],     # 1 (<s>)
+        ...     [0.1, 0.1, 0.6, 0.1, 0.1],     # 2 (</s>)
+        ...     [0.1, 0.1, 0.7, 0.05, 0.05],   # 3
+        ...     [0.1, 0.1, 0.1, 0.6, 0.1],     # 4
+        ... ], dtype="float32")
+        >>> def step_fn(ids, step, state):
+        ...     return tf.gather(np.log(next_token_probs), ids), None, state
+        >>> sampler = BeamSampler(beam_size=2, n_best=2, max_length=5)
+        >>> outputs = sampler(step_fn, start_ids=tf.constant([1]), end_id=2)
+        >>> outputs["ids"].numpy().tolist()
+        [[[3, 0, 0, 0, 0], [4, 3, 0, 0, 0]]]
+        >>> outputs["lengths"].numpy().tolist()
+        [[1, 2]]
+        >>> np.exp(outputs["log_probs"].numpy().astype(float)).round(3).tolist()
+        [[0.21, 0.168]]
 
     Reference:
         - [Wu et al., 2016](https://arxiv.org/abs/1609.08144): length and coverage

@@ -21,9 +21,9 @@ class FeedForwardNetwork(keras.layers.Layer):
     Returns:
         `[..., output_dim]`.
 
-    Example:
-    >>> FeedForwardNetwork(inner_dim=8, output_dim=4)(keras.ops.ones([2, 3, 4])).shape
-    TensorShape([2, 3, 4])
+    Examples:
+        >>> FeedForwardNetwork(inner_dim=8, output_dim=4)(keras.ops.ones([2, 3, 4])).shape
+        TensorShape([2, 3, 4])
 
     Reference:
         [Vaswani et al., 2017, Attention Is All You Need](https://arxiv.org/abs/1706.03762)

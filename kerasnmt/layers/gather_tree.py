@@ -33,14 +33,14 @@ def gather_tree(step_ids, parent_ids, beam_size, num_steps, end_id, final_beams=
         `num_steps`), and the values along each path as `[B, N, T, ...]` with zeros where the
         ids are padding (`None` when `step_values` is `None`).
 
-    Example:
-    >>> step_ids = [[4, 3], [2, 5], [6, 2]]    # steps 0..2, beams 0..1 of one example
-    >>> parent_ids = [[0, 0], [0, 1], [1, 0]]  # at step 2, beam 0 extends beam 1
-    >>> ids, lengths, _ = gather_tree(step_ids, parent_ids, beam_size=2, num_steps=3, end_id=2)
-    >>> ids.numpy().tolist()
-    [[[3, 5, 6], [4, 0, 0]]]
-    >>> lengths.numpy().tolist()
-    [[3, 1]]
+    Examples:
+        >>> step_ids = [[4, 3], [2, 5], [6, 2]]    # steps 0..2, beams 0..1 of one example
+        >>> parent_ids = [[0, 0], [0, 1], [1, 0]]  # at step 2, beam 0 extends beam 1
+        >>> ids, lengths, _ = gather_tree(step_ids, parent_ids, beam_size=2, num_steps=3, end_id=2)
+        >>> ids.numpy().tolist()
+        [[[3, 5, 6], [4, 0, 0]]]
+        >>> lengths.numpy().tolist()
+        [[3, 1]]
     """
     step_ids = tf.convert_to_tensor(step_ids, tf.int32)
     parent_ids = tf.convert_to_tensor(parent_ids, tf.int32)

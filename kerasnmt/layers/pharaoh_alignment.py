@@ -35,12 +35,12 @@ class PharaohAlignment(PreprocessingLayer):
         float32 `[target_length, source_length]` for one line; for a batch,
         `[B, max(target_length), max(source_length)]` with each matrix zero-padded.
 
-    Example:
-    >>> alignment = PharaohAlignment()
-    >>> alignment("0-0 1-1 2-2", 3, 3).numpy().tolist()
-    [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
-    >>> alignment(["0-1 1-0", ""], [2, 1], [2, 1]).numpy().tolist()
-    [[[0.0, 1.0], [1.0, 0.0]], [[0.0, 0.0], [0.0, 0.0]]]
+    Examples:
+        >>> alignment = PharaohAlignment()
+        >>> alignment("0-0 1-1 2-2", 3, 3).numpy().tolist()
+        [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+        >>> alignment(["0-1 1-0", ""], [2, 1], [2, 1]).numpy().tolist()
+        [[[0.0, 1.0], [1.0, 0.0]], [[0.0, 0.0], [0.0, 0.0]]]
 
     Reference:
         [OpenNMT-tf `alignment_matrix_from_pharaoh`](https://github.com/OpenNMT/OpenNMT-tf/blob/master/opennmt/data/text.py)

@@ -59,10 +59,10 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         `outputs` `[B, T, D]`; then the updated `cache` when a cache is given; then the
         attention weights `[B, num_heads, T, S]` when `return_attention_scores`.
 
-    Example:
-    >>> layer = RelativeMultiHeadAttention(num_heads=2, key_dim=3, maximum_relative_position=4)
-    >>> layer(tf.random.normal([2, 5, 6])).shape
-    TensorShape([2, 5, 6])
+    Examples:
+        >>> layer = RelativeMultiHeadAttention(num_heads=2, key_dim=3, maximum_relative_position=4)
+        >>> layer(tf.random.normal([2, 5, 6])).shape
+        TensorShape([2, 5, 6])
 
     Reference:
         [Shaw et al., 2018, Self-Attention with Relative Position Representations](https://arxiv.org/abs/1803.02155);

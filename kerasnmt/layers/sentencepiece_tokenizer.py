@@ -37,17 +37,17 @@ class SentencePieceTokenizer(PreprocessingLayer):
         For a scalar, a 1-D string tensor of pieces; for `[B]`, a string `tf.RaggedTensor`
         `[B, None]`.
 
-    Example:
-    >>> import io, sentencepiece
-    >>> model = io.BytesIO()
-    >>> sentencepiece.SentencePieceTrainer.train(
-    ...     sentence_iterator=iter(["he can", "door open", "I like it"] * 5),
-    ...     model_writer=model, model_type="word", vocab_size=10, minloglevel=2)
-    >>> tokenizer = SentencePieceTokenizer(model.getvalue())
-    >>> [piece.decode() for piece in tokenizer("he can").numpy()]
-    ['▁he', '▁can']
-    >>> tokenizer.detokenize(tokenizer(["door open", "I like it"])).numpy().tolist()
-    [b'door open', b'I like it']
+    Examples:
+        >>> import io, sentencepiece
+        >>> model = io.BytesIO()
+        >>> sentencepiece.SentencePieceTrainer.train(
+        ...     sentence_iterator=iter(["he can", "door open", "I like it"] * 5),
+        ...     model_writer=model, model_type="word", vocab_size=10, minloglevel=2)
+        >>> tokenizer = SentencePieceTokenizer(model.getvalue())
+        >>> [piece.decode() for piece in tokenizer("he can").numpy()]
+        ['▁he', '▁can']
+        >>> tokenizer.detokenize(tokenizer(["door open", "I like it"])).numpy().tolist()
+        [b'door open', b'I like it']
 
     Reference:
         [Kudo and Richardson, 2018](https://arxiv.org/abs/1808.06226)

@@ -25,11 +25,11 @@ class SinusoidalPositionEncoding(keras.layers.Layer):
     Returns:
         `inputs` plus the encodings of positions `start_index + 1 .. start_index + T`.
 
-    Example:
-    >>> layer = SinusoidalPositionEncoding()
-    >>> outputs = layer(tf.zeros([1, 2, 4]))
-    >>> [round(float(v), 4) for v in outputs[0, 0]]  # position 1: sin(1), sin(1e-4), cos(1), cos(1e-4)
-    [0.8415, 0.0001, 0.5403, 1.0]
+    Examples:
+        >>> layer = SinusoidalPositionEncoding()
+        >>> outputs = layer(tf.zeros([1, 2, 4]))
+        >>> [round(float(v), 4) for v in outputs[0, 0]]  # position 1: sin(1), sin(1e-4), cos(1), cos(1e-4)
+        [0.8415, 0.0001, 0.5403, 1.0]
 
     Reference:
         [Vaswani et al., 2017, Attention Is All You Need](https://arxiv.org/abs/1706.03762);

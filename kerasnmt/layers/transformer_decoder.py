@@ -46,18 +46,18 @@ class TransformerDecoder(TransformerEncoder):
     Returns:
         `(outputs [B, T, D], attention [B, T, S])`.
 
-    Example:
-    >>> decoder = TransformerDecoder(num_layers=1, num_units=8, num_heads=2, ffn_inner_dim=16,
-    ...                              maximum_relative_position=4)
-    >>> encoder_outputs = keras.ops.ones([2, 5, 8])
-    >>> outputs, attention = decoder(keras.ops.ones([2, 3, 8]), encoder_outputs)
-    >>> outputs.shape, attention.shape
-    (TensorShape([2, 3, 8]), TensorShape([2, 3, 5]))
-    >>> cache = decoder.initial_cache(encoder_outputs, max_length=10)
-    >>> step_outputs, step_attention, cache = decoder.decode_step(
-    ...     keras.ops.ones([2, 8]), 0, cache)
-    >>> step_outputs.shape, step_attention.shape
-    (TensorShape([2, 8]), TensorShape([2, 5]))
+    Examples:
+        >>> decoder = TransformerDecoder(num_layers=1, num_units=8, num_heads=2, ffn_inner_dim=16,
+        ...                              maximum_relative_position=4)
+        >>> encoder_outputs = keras.ops.ones([2, 5, 8])
+        >>> outputs, attention = decoder(keras.ops.ones([2, 3, 8]), encoder_outputs)
+        >>> outputs.shape, attention.shape
+        (TensorShape([2, 3, 8]), TensorShape([2, 3, 5]))
+        >>> cache = decoder.initial_cache(encoder_outputs, max_length=10)
+        >>> step_outputs, step_attention, cache = decoder.decode_step(
+        ...     keras.ops.ones([2, 8]), 0, cache)
+        >>> step_outputs.shape, step_attention.shape
+        (TensorShape([2, 8]), TensorShape([2, 5]))
 
     Reference:
         [OpenNMT-tf `SelfAttentionDecoder`](https://github.com/OpenNMT/OpenNMT-tf/blob/master/opennmt/decoders/self_attention_decoder.py)

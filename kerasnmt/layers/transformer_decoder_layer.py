@@ -26,14 +26,12 @@ class TransformerDecoderLayer(TransformerEncoderLayer):
         num_units: model dimension `D`.
         num_heads: attention heads; `num_units` must be a multiple of it.
         ffn_inner_dim: inner size of the feed-forward network.
-        dropout: dropout on each sublayer output before the residual sum.
-        attention_dropout: dropout on the attention weights.
-        ffn_dropout: dropout on the feed-forward inner activations.
-        ffn_activation: feed-forward activation.
-        maximum_relative_position: relative position clipping distance of the
-            self-attention, or `None`.
-        pre_norm: layer normalization before (True) or after (False) each sublayer.
-        **kwargs: passed to `keras.layers.Layer`.
+        **kwargs: `TransformerEncoderLayer`'s options — `dropout` (on each sublayer
+            output before the residual sum), `attention_dropout` (on the attention
+            weights), `ffn_dropout` (on the feed-forward inner activations),
+            `ffn_activation`, `maximum_relative_position` (relative position clipping
+            distance of the self-attention, or `None`), `pre_norm` (layer normalization
+            before or after each sublayer) — and those of `keras.layers.Layer`.
 
     Call arguments:
         inputs: `[B, T, D]` (or `[B, 1, D]` with `cache` and `step`).
@@ -47,12 +45,12 @@ class TransformerDecoderLayer(TransformerEncoderLayer):
         `(outputs [B, T, D], attention [B, num_heads, T, S])`, plus the updated cache when
         `cache` is given.
 
-    Example:
-    >>> layer = TransformerDecoderLayer(num_units=8, num_heads=2, ffn_inner_dim=16,
-    ...                                 maximum_relative_position=4)
-    >>> outputs, attention = layer(keras.ops.ones([2, 3, 8]), keras.ops.ones([2, 5, 8]))
-    >>> outputs.shape, attention.shape
-    (TensorShape([2, 3, 8]), TensorShape([2, 2, 3, 5]))
+    Examples:
+        >>> layer = TransformerDecoderLayer(num_units=8, num_heads=2, ffn_inner_dim=16,
+        ...                                 maximum_relative_position=4)
+        >>> outputs, attention = layer(keras.ops.ones([2, 3, 8]), keras.ops.ones([2, 5, 8]))
+        >>> outputs.shape, attention.shape
+        (TensorShape([2, 3, 8]), TensorShape([2, 2, 3, 5]))
 
     Reference:
         [Vaswani et al., 2017](https://arxiv.org/abs/1706.03762); [Shaw et al.,

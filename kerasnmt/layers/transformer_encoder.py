@@ -37,11 +37,11 @@ class TransformerEncoder(keras.layers.Layer):
     Returns:
         `[B, S, D]` encoder outputs.
 
-    Example:
-    >>> encoder = TransformerEncoder(num_layers=2, num_units=8, num_heads=2, ffn_inner_dim=16,
-    ...                              maximum_relative_position=4)
-    >>> encoder(keras.ops.ones([2, 5, 8])).shape
-    TensorShape([2, 5, 8])
+    Examples:
+        >>> encoder = TransformerEncoder(num_layers=2, num_units=8, num_heads=2, ffn_inner_dim=16,
+        ...                              maximum_relative_position=4)
+        >>> encoder(keras.ops.ones([2, 5, 8])).shape
+        TensorShape([2, 5, 8])
 
     Reference:
         [OpenNMT-tf `SelfAttentionEncoder`](https://github.com/OpenNMT/OpenNMT-tf/blob/master/opennmt/encoders/self_attention_encoder.py)

@@ -54,11 +54,11 @@ class TransformerEncoderLayer(keras.layers.Layer):
     Returns:
         `[B, S, D]`.
 
-    Example:
-    >>> layer = TransformerEncoderLayer(num_units=8, num_heads=2, ffn_inner_dim=16,
-    ...                                 maximum_relative_position=4)
-    >>> layer(keras.ops.ones([2, 5, 8]), keras.ops.array([[1] * 5, [1] * 3 + [0] * 2]) > 0).shape
-    TensorShape([2, 5, 8])
+    Examples:
+        >>> layer = TransformerEncoderLayer(num_units=8, num_heads=2, ffn_inner_dim=16,
+        ...                                 maximum_relative_position=4)
+        >>> layer(keras.ops.ones([2, 5, 8]), keras.ops.array([[1] * 5, [1] * 3 + [0] * 2]) > 0).shape
+        TensorShape([2, 5, 8])
 
     Reference:
         [Vaswani et al., 2017](https://arxiv.org/abs/1706.03762); [Shaw et al.,

@@ -49,21 +49,21 @@ class TranslationPreprocessor(PreprocessingLayer):
         `VocabLookup`); `labels["alignment"]` is float32 `[T, S]` (`[B, T_max, S_max]` for a
         batch) when `alignment` is given; both have `"tokens"` when `return_tokens`.
 
-    Example:
-    >>> from kerasnmt.layers import WhitespaceTokenizer
-    >>> preprocessor = TranslationPreprocessor(
-    ...     WhitespaceTokenizer(), WhitespaceTokenizer(),
-    ...     ["<blank>", "<s>", "</s>", "▁he", "▁knows", "▁it"],
-    ...     ["<blank>", "<s>", "</s>", "▁он", "▁знает", "▁это"])
-    >>> features, labels = preprocessor("▁he ▁knows ▁it", "▁он ▁знает ▁это", "0-0 1-1 2-2")
-    >>> features["ids"].numpy().tolist(), labels["ids"].numpy().tolist()
-    ([3, 4, 5], [1, 3, 4, 5])
-    >>> labels["ids_out"].numpy().tolist(), int(labels["length"])
-    ([3, 4, 5, 2], 4)
-    >>> labels["alignment"].numpy().tolist()
-    [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
-    >>> preprocessor.detokenize_target([[1, 5, 3, 2, 0]]).numpy().tolist() == ["▁это ▁он".encode()]
-    True
+    Examples:
+        >>> from kerasnmt.layers import WhitespaceTokenizer
+        >>> preprocessor = TranslationPreprocessor(
+        ...     WhitespaceTokenizer(), WhitespaceTokenizer(),
+        ...     ["<blank>", "<s>", "</s>", "▁he", "▁knows", "▁it"],
+        ...     ["<blank>", "<s>", "</s>", "▁он", "▁знает", "▁это"])
+        >>> features, labels = preprocessor("▁he ▁knows ▁it", "▁он ▁знает ▁это", "0-0 1-1 2-2")
+        >>> features["ids"].numpy().tolist(), labels["ids"].numpy().tolist()
+        ([3, 4, 5], [1, 3, 4, 5])
+        >>> labels["ids_out"].numpy().tolist(), int(labels["length"])
+        ([3, 4, 5, 2], 4)
+        >>> labels["alignment"].numpy().tolist()
+        [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+        >>> preprocessor.detokenize_target([[1, 5, 3, 2, 0]]).numpy().tolist() == ["▁это ▁он".encode()]
+        True
 
     Reference:
         [OpenNMT-tf training data](https://github.com/OpenNMT/OpenNMT-tf/blob/master/opennmt/inputters/text_inputter.py)

@@ -54,16 +54,16 @@ class VocabLookup(PreprocessingLayer):
         `ids` `[B, N_max]` padded with 0 (`<blank>`) and `length` `[B]`. The target side also
         has `ids_out`, shaped like `ids`.
 
-    Example:
-    >>> vocabulary = ["<blank>", "<s>", "</s>", "▁он", "▁может"]
-    >>> lookup = VocabLookup(vocabulary, side="target")
-    >>> outputs = lookup(["▁он", "▁может", "▁всё"])
-    >>> outputs["ids"].numpy().tolist(), outputs["ids_out"].numpy().tolist()
-    ([1, 3, 4, 5], [3, 4, 5, 2])
-    >>> int(outputs["length"]), lookup.vocabulary_size
-    (4, 6)
-    >>> [token.decode() for token in lookup.invert([1, 3, 4, 5, 2, 0]).numpy()]
-    ['▁он', '▁может', '<unk>']
+    Examples:
+        >>> vocabulary = ["<blank>", "<s>", "</s>", "▁он", "▁может"]
+        >>> lookup = VocabLookup(vocabulary, side="target")
+        >>> outputs = lookup(["▁он", "▁может", "▁всё"])
+        >>> outputs["ids"].numpy().tolist(), outputs["ids_out"].numpy().tolist()
+        ([1, 3, 4, 5], [3, 4, 5, 2])
+        >>> int(outputs["length"]), lookup.vocabulary_size
+        (4, 6)
+        >>> [token.decode() for token in lookup.invert([1, 3, 4, 5, 2, 0]).numpy()]
+        ['▁он', '▁может', '<unk>']
 
     Reference:
         [OpenNMT-tf `WordEmbedder`](https://github.com/OpenNMT/OpenNMT-tf/blob/master/opennmt/inputters/text_inputter.py)

@@ -25,14 +25,14 @@ class WhitespaceTokenizer(PreprocessingLayer):
         For a scalar, a 1-D string tensor of tokens; for `[B]`, a string `tf.RaggedTensor`
         `[B, None]`.
 
-    Example:
-    >>> tokenizer = WhitespaceTokenizer()
-    >>> tokenizer(" ▁he  ▁can\\t").numpy().tolist() == ["▁he".encode(), "▁can".encode()]
-    True
-    >>> tokenizer(["a b c", "  "]).to_list()
-    [[b'a', b'b', b'c'], []]
-    >>> tokenizer.detokenize([["a", "b", ""], ["c", "", ""]]).numpy().tolist()
-    [b'a b', b'c']
+    Examples:
+        >>> tokenizer = WhitespaceTokenizer()
+        >>> tokenizer(" ▁he  ▁can\\t").numpy().tolist() == ["▁he".encode(), "▁can".encode()]
+        True
+        >>> tokenizer(["a b c", "  "]).to_list()
+        [[b'a', b'b', b'c'], []]
+        >>> tokenizer.detokenize([["a", "b", ""], ["c", "", ""]]).numpy().tolist()
+        [b'a b', b'c']
 
     Reference:
         [OpenNMT-tf `SpaceTokenizer`](https://github.com/OpenNMT/OpenNMT-tf/blob/master/opennmt/tokenizers/tokenizer.py)

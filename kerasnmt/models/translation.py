@@ -56,9 +56,9 @@ def bucket_source_width(length, minimum=16):
     the width through the cross-attention and the decoding length, see
     `decoding_steps`). Multi30k sentences (at most 36 SentencePiece tokens) take 3 widths.
 
-    Example:
-    >>> [bucket_source_width(n) for n in (0, 1, 16, 17, 127, 129, 200, 257, 600)]
-    [16, 16, 16, 32, 128, 160, 224, 320, 640]
+    Examples:
+        >>> [bucket_source_width(n) for n in (0, 1, 16, 17, 127, 129, 200, 257, 600)]
+        [16, 16, 16, 32, 128, 160, 224, 320, 640]
     """
     length = max(int(length), 1)
     step = minimum

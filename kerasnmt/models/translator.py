@@ -132,24 +132,24 @@ class Translator(keras.Model):
         guided_alignment_weight: the weight of the guided alignment cost.
         **kwargs: passed to `keras.Model` (e.g. `name`, `dtype="mixed_bfloat16"`).
 
-    Example:
-    >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
-    >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
-    >>> preprocessor = TranslationPreprocessor(
-    ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary)
-    >>> translator = Translator(preprocessor, num_layers=1, num_units=8, num_heads=2,
-    ...                         ffn_inner_dim=16, maximum_relative_position=4)
-    >>> x, y = model_data(*preprocessor(tf.constant(["a b", "b"]), tf.constant(["b a", "a"])))
-    >>> outputs = translator(x)
-    >>> outputs["logits"].shape, outputs["attention"].shape  # [B, T, V], [B, T, S]
-    (TensorShape([2, 3, 6]), TensorShape([2, 3, 2]))
+    Examples:
+        >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
+        >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
+        >>> preprocessor = TranslationPreprocessor(
+        ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary)
+        >>> translator = Translator(preprocessor, num_layers=1, num_units=8, num_heads=2,
+        ...                         ffn_inner_dim=16, maximum_relative_position=4)
+        >>> x, y = model_data(*preprocessor(tf.constant(["a b", "b"]), tf.constant(["b a", "a"])))
+        >>> outputs = translator(x)
+        >>> outputs["logits"].shape, outputs["attention"].shape  # [B, T, V], [B, T, S]
+        (TensorShape([2, 3, 6]), TensorShape([2, 3, 2]))
 
-    Training on raw sentences (NumPy arrays, lists or string tensors):
+        Training on raw sentences (NumPy arrays, lists or string tensors):
 
-        translator.compile()  # Adam with NoamDecay(2.0, num_units, 8000)
-        translator.fit(x=source_sentences, y=target_sentences, batch_size=4096,
-                       batch_type="tokens", effective_batch_size=25000, epochs=10,
-                       callbacks=[kerasnmt.training.CheckpointCallback("run", 5000)])
+            translator.compile()  # Adam with NoamDecay(2.0, num_units, 8000)
+            translator.fit(x=source_sentences, y=target_sentences, batch_size=4096,
+                           batch_type="tokens", effective_batch_size=25000, epochs=10,
+                           callbacks=[kerasnmt.training.CheckpointCallback("run", 5000)])
 
     Reference:
         [Vaswani et al., 2017](https://arxiv.org/abs/1706.03762); [Shaw et al.,

@@ -36,10 +36,10 @@ class CheckpointCallback(keras.callbacks.Callback):
         keep_checkpoints: how many recent checkpoints to keep.
         restore: restore the latest checkpoint at the start of training.
 
-    Example:
-    >>> callback = CheckpointCallback("/tmp/run", save_every_steps=500, keep_checkpoints=4)
-    >>> callback.save_every_steps, callback.keep_checkpoints
-    (500, 4)
+    Examples:
+        >>> callback = CheckpointCallback("/tmp/run", save_every_steps=500, keep_checkpoints=4)
+        >>> callback.save_every_steps, callback.keep_checkpoints
+        (500, 4)
 
     Reference:
         [`tf.train.CheckpointManager`](https://www.tensorflow.org/api_docs/python/tf/train/CheckpointManager);

@@ -25,12 +25,12 @@ def cross_entropy_sequence_loss(logits, labels, lengths, label_smoothing=0.0, tr
     Returns:
         `(loss_sum, num_tokens)`, float32 scalars; their ratio is the mean token loss.
 
-    Example:
-    >>> import numpy as np
-    >>> logits = np.log(np.array([[[0.5, 0.25, 0.25], [0.1, 0.1, 0.8]]], "float32"))
-    >>> loss, tokens = cross_entropy_sequence_loss(logits, [[0, 2]], [1])
-    >>> round(float(loss), 4), float(tokens)  # -log(0.5); the second position is padding
-    (0.6931, 1.0)
+    Examples:
+        >>> import numpy as np
+        >>> logits = np.log(np.array([[[0.5, 0.25, 0.25], [0.1, 0.1, 0.8]]], "float32"))
+        >>> loss, tokens = cross_entropy_sequence_loss(logits, [[0, 2]], [1])
+        >>> round(float(loss), 4), float(tokens)  # -log(0.5); the second position is padding
+        (0.6931, 1.0)
     """
     logits = tf.cast(logits, tf.float32)
     labels = tf.cast(labels, tf.int32)
@@ -67,12 +67,12 @@ def guided_alignment_cost(attention, alignment, lengths, cost_type="ce", weight=
     Returns:
         A float32 scalar.
 
-    Example:
-    >>> import numpy as np
-    >>> attention = np.array([[[0.5, 0.5], [0.25, 0.75]]], "float32")
-    >>> alignment = np.array([[[1.0, 0.0], [0.0, 1.0]]], "float32")
-    >>> round(float(guided_alignment_cost(attention, alignment, [2])), 4)  # -(log .5 + log .75) / 2
-    0.4904
+    Examples:
+        >>> import numpy as np
+        >>> attention = np.array([[[0.5, 0.5], [0.25, 0.75]]], "float32")
+        >>> alignment = np.array([[[1.0, 0.0], [0.0, 1.0]]], "float32")
+        >>> round(float(guided_alignment_cost(attention, alignment, [2])), 4)  # -(log .5 + log .75) / 2
+        0.4904
 
     Reference:
         [OpenNMT-tf `guided_alignment_cost`](https://github.com/OpenNMT/OpenNMT-tf/blob/master/opennmt/utils/losses.py)

@@ -23,10 +23,10 @@ class NoamDecay(keras.optimizers.schedules.LearningRateSchedule):
             as a step; `Translator.fit(effective_batch_size=...)` sets this to the number of
             accumulated batches so the schedule advances once per weight update.
 
-    Example:
-    >>> schedule = NoamDecay(scale=2.0, model_dim=512, warmup_steps=4000)
-    >>> round(float(schedule(3999)), 8)  # the peak: 2 / sqrt(512 * 4000)
-    0.00139754
+    Examples:
+        >>> schedule = NoamDecay(scale=2.0, model_dim=512, warmup_steps=4000)
+        >>> round(float(schedule(3999)), 8)  # the peak: 2 / sqrt(512 * 4000)
+        0.00139754
 
     Reference:
         [Vaswani et al., 2017](https://arxiv.org/abs/1706.03762); [OpenNMT-tf

@@ -27,14 +27,14 @@ class StopOnNonFiniteLoss(keras.callbacks.Callback):
     finished; this callback makes the divergence an error. `Translator.fit` puts it before
     every other callback, so a `CheckpointCallback` never saves the diverged weights.
 
-    Example:
-    >>> callback = StopOnNonFiniteLoss()
-    >>> callback.on_train_batch_end(0, {"loss": 1.5})
-    >>> try:
-    ...     callback.on_train_batch_end(1, {"loss": float("nan")})
-    ... except NonFiniteLossError as error:
-    ...     print(str(error).split(":")[0])
-    training diverged at step 1
+    Examples:
+        >>> callback = StopOnNonFiniteLoss()
+        >>> callback.on_train_batch_end(0, {"loss": 1.5})
+        >>> try:
+        ...     callback.on_train_batch_end(1, {"loss": float("nan")})
+        ... except NonFiniteLossError as error:
+        ...     print(str(error).split(":")[0])
+        training diverged at step 1
     """
 
     def on_train_batch_end(self, batch, logs=None):

@@ -12,11 +12,11 @@ class Perplexity(keras.metrics.Mean):
         name: the metric name.
         **kwargs: passed to `keras.metrics.Mean`.
 
-    Example:
-    >>> metric = Perplexity()
-    >>> metric.update_state([1.0, 3.0, 9.0], sample_weight=[1.0, 1.0, 0.0])
-    >>> round(float(metric.result()), 4)  # exp(2)
-    7.3891
+    Examples:
+        >>> metric = Perplexity()
+        >>> metric.update_state([1.0, 3.0, 9.0], sample_weight=[1.0, 1.0, 0.0])
+        >>> round(float(metric.result()), 4)  # exp(2)
+        7.3891
     """
 
     def __init__(self, name="perplexity", **kwargs):
