@@ -529,23 +529,22 @@ class _SavedModelTranslator:
         alignments = outputs["alignments"].numpy() if self.with_alignments else None
         results = []
         for i in range(len(sentences)):
-            n_best = []
-            for k in range(self.n_best):
-                hypothesis = {"text": texts[i, k].decode("utf-8"), "score": float(scores[i, k])}
-                if alignments is not None:
-                    hypothesis["alignment"] = _unpadded_alignment(alignments[i], k)
-                n_best.append(hypothesis)
+            n_best = [{"text": texts[i, k].decode("utf-8"), "score": float(scores[i, k])}
+                      for k in range(self.n_best)]
+            if alignments is not None:
+                for hypothesis, alignment in zip(n_best, _unpadded_alignments(alignments[i])):
+                    hypothesis["alignment"] = alignment
             results.append(n_best)
         return results
 
 
-def _unpadded_alignment(alignments, k):
-    """Hypothesis `k`'s `[target tokens, source tokens]` rows of a sentence's zero-padded
+def _unpadded_alignments(alignments):
+    """Each hypothesis' `[target tokens, source tokens]` rows of a sentence's zero-padded
     `[n, T, S]` alignments (a token's row is a distribution; padding is zeros)."""
-    rows = int(np.sum(alignments[k].sum(axis=-1) > 0.5))
     used = np.flatnonzero(alignments.max(axis=(0, 1)) > 0)
     columns = int(used[-1]) + 1 if len(used) else 0
-    return alignments[k, :rows, :columns]
+    rows = np.sum(alignments.sum(axis=-1) > 0.5, axis=-1)
+    return [alignment[:count, :columns] for alignment, count in zip(alignments, rows)]
 
 
 class _CheckpointTranslator:
@@ -586,9 +585,9 @@ def format_hypothesis(hypothesis, with_scores=False, with_alignments=None):
     if with_scores:
         line = f"{hypothesis['score']:.6f} ||| {line}"
     if with_alignments == "hard":
-        pairs = (f"{source}-{target}" for target, source in
-                 enumerate(np.argmax(hypothesis["alignment"], axis=-1))) if (
-            hypothesis["alignment"].shape[-1]) else ()
+        alignment = hypothesis["alignment"]
+        sources = np.argmax(alignment, axis=-1) if len(alignment) else []
+        pairs = (f"{source}-{target}" for target, source in enumerate(sources))
         line = f"{line} ||| {' '.join(pairs)}"
     elif with_alignments == "soft":
         vectors = (" ".join(f"{value:.6f}" for value in row) for row in hypothesis["alignment"])
