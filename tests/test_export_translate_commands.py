@@ -80,6 +80,10 @@ def test_export_from_the_run_and_translate_through_the_saved_model(trained_run, 
                                "--input", directory / "val.src", "--n-best", "2")
     assert status == 2
     assert "exported with n_best=1" in err
+    status, out, err = run_cli(capsys, "translate", "--saved-model", base / "2",
+                               "--input", directory / "val.src", "--with-alignments", "hard")
+    assert status == 2
+    assert "was exported without alignments: export it again with --with-alignments" in err
 
 
 def test_translate_from_the_checkpoint_reads_stdin(trained_run, capsys, monkeypatch):
