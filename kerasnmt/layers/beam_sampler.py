@@ -69,6 +69,17 @@ class BeamSampler(keras.layers.Layer):
     overtaken them, so the results may differ (CTranslate2 stops similarly, when
     `beam_size` hypotheses have finished).
 
+    Also as in OpenNMT-tf, an example whose hypotheses have all finished goes on through
+    the loop with the rest of its batch (its finished hypotheses re-ranked with
+    `length + 1`), so its result can depend on the other sentences of the batch.
+    `compact_batch=True` makes every result the one of the example decoded alone (an
+    example stops as soon as it is done, its hypotheses frozen in place), and shrinks the
+    batch as examples finish, as CTranslate2 and fairseq do: with a static batch size `B`,
+    one loop runs at `B` examples while more than `ceil(B / 4)` are unfinished, then the
+    unfinished examples are gathered into a batch of `ceil(B / 4)`, and so on down to 2
+    (32 -> 8 -> 2). A batch in which one sentence decodes much longer than the others then
+    spends its last steps on a few rows instead of all of them.
+
     The layer has no weights. It runs eagerly, inside `tf.function` and inside
     `tf.function(jit_compile=True)`: all loop variables keep static shapes, so `step_fn`
     must return a state with the same shapes as the one it receives (preallocated caches).
@@ -99,6 +110,8 @@ class BeamSampler(keras.layers.Layer):
             coverage penalty.
         early_exit: stop when the `n_best` best hypotheses of every example have finished
             (see above) instead of all of them.
+        compact_batch: stop each example as soon as it is done and decode the unfinished
+            ones in smaller batches (see above); needs a static batch size to shrink it.
         **kwargs: passed to `keras.layers.Layer` (e.g. `name`).
 
     Call arguments:
@@ -117,8 +130,9 @@ class BeamSampler(keras.layers.Layer):
         attention_size: `S`, the length of the attention vectors; required by the coverage
             penalty.
         unordered_state: `None`, or a nested structure of tensors with leading dimension
-            `B * beam_size`, carried from step to step as `step_fn` returns it: neither tiled
-            nor reordered. When given, `step_fn` receives `(state, unordered_state)` as its
+            `B * beam_size` (rows) or `B` (examples), carried from step to step as `step_fn`
+            returns it: neither tiled nor reordered (with `compact_batch`, gathered with
+            the examples that stay in the batch). When given, `step_fn` receives `(state, unordered_state)` as its
             state (`state` is `{}` without `initial_state`) and returns the same pair.
 
     Returns:
@@ -169,6 +183,7 @@ class BeamSampler(keras.layers.Layer):
         seed=None,
         freeze_finished_scores=False,
         early_exit=False,
+        compact_batch=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -203,6 +218,7 @@ class BeamSampler(keras.layers.Layer):
         self.seed = seed
         self.freeze_finished_scores = bool(freeze_finished_scores)
         self.early_exit = bool(early_exit)
+        self.compact_batch = bool(compact_batch)
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True
         self.built = True
@@ -262,7 +278,7 @@ class BeamSampler(keras.layers.Layer):
                 state = ({} if state is None else state, loop["unordered_state"])
             outputs = step_fn(loop["ids"], loop["step"], state)
             logits, attention, new_state = self._check_step_outputs(
-                outputs, state, static_rows, attention_size
+                outputs, state, loop["ids"].shape[0], attention_size
             )
             returns_attention[:] = [attention is not None]
             if "unordered_state" in loop:
@@ -272,19 +288,152 @@ class BeamSampler(keras.layers.Layer):
                 next_loop["unordered_state"] = new_unordered_state
             return (next_loop,)
 
+        batch_sizes = self._compacted_batch_sizes(start_ids.shape[0])
+        if len(batch_sizes) > 1:
+            return self._search_compacting(loop, body, batch_sizes, end_id, returns_attention)
+
         def cond(loop):
-            finished = loop["finished"]
-            if self.early_exit:
-                finished = tf.reshape(finished, [-1, self.beam_size])
-                best = tf.math.top_k(tf.reshape(loop["scores"], [-1, self.beam_size]),
-                                     k=self.n_best).indices
-                finished = tf.gather(finished, best, batch_dims=1)
-            return tf.reduce_any(tf.logical_not(finished))
+            return tf.reduce_any(tf.logical_not(self._examples_done(loop)))
 
         (loop,) = tf.while_loop(
             cond, body, (loop,), maximum_iterations=self.max_length, parallel_iterations=1
         )
-        return self._finalize(loop, end_id, batch_size, returns_attention == [True])
+        attention = loop["attention"].stack() if returns_attention == [True] else None
+        return self._finalize(loop["step_ids"].stack(), loop["parent_ids"].stack(), loop["step"],
+                              loop["scores"], loop["log_probs"], attention, end_id, batch_size)
+
+    def _examples_done(self, loop):
+        """bool `[B]`: every hypothesis of the example has finished (with `early_exit`: its
+        `n_best` best-scored ones)."""
+        finished = tf.reshape(loop["finished"], [-1, self.beam_size])
+        if self.early_exit:
+            best = tf.math.top_k(tf.reshape(loop["scores"], [-1, self.beam_size]),
+                                 k=self.n_best).indices
+            finished = tf.gather(finished, best, batch_dims=1)
+        return tf.reduce_all(finished, axis=1)
+
+    def _compacted_batch_sizes(self, batch_size):
+        """The batch sizes of the successive decoding loops: `[B]`, or with `compact_batch`
+        and a static `B`, `B` then quarters (rounded up) while they are at least 2."""
+        if not self.compact_batch or batch_size is None:
+            return [batch_size]
+        sizes = [batch_size]
+        while math.ceil(sizes[-1] / 4) >= 2:
+            sizes.append(math.ceil(sizes[-1] / 4))
+        return sizes
+
+    def _search_compacting(self, loop, body, batch_sizes, end_id, returns_attention):
+        """The search with `compact_batch`: one loop per batch size, each running while more
+        examples are unfinished than the next size holds; between loops the unfinished
+        examples (and finished ones to fill the size) are gathered into the smaller batch.
+        Each example's tables are copied out, at its original place, when it leaves."""
+        batch_size, beam_size = batch_sizes[0], self.beam_size
+        for tensor in tf.nest.flatten(loop.get("unordered_state", [])):
+            if tensor.shape[0] not in (batch_size, batch_size * beam_size):
+                raise ValueError(
+                    f"BeamSampler(compact_batch=True): every unordered_state tensor must have "
+                    f"a leading dimension of B ({batch_size}) or B * beam_size "
+                    f"({batch_size * beam_size}), got shape {tensor.shape}"
+                )
+        examples = tf.range(batch_size)  # the original place of each example in the loop
+        tables = None
+        for index, size in enumerate(batch_sizes):
+            if index:
+                unfinished_first = tf.argsort(
+                    tf.cast(self._examples_done(loop), tf.int32), stable=True
+                )[:size]
+                loop = self._gather_examples(loop, unfinished_first, returns_attention == [True])
+                examples = tf.gather(examples, unfinished_first)
+            later_size = batch_sizes[index + 1] if index + 1 < len(batch_sizes) else 0
+
+            def cond(loop, later_size=later_size):
+                unfinished = tf.reduce_sum(
+                    tf.cast(tf.logical_not(self._examples_done(loop)), tf.int32)
+                )
+                return tf.logical_and(unfinished > later_size, loop["step"] < self.max_length)
+
+            (loop,) = tf.while_loop(
+                cond, body, (loop,), maximum_iterations=self.max_length, parallel_iterations=1
+            )
+            phase_tables = self._final_tables(loop, end_id, returns_attention == [True])
+            if tables is None:
+                tables = phase_tables
+            else:
+                rows = _example_rows(examples, beam_size)[:, tf.newaxis]
+                tables = {
+                    key: None if table is None
+                    else tf.tensor_scatter_nd_update(table, rows, phase_tables[key])
+                    for key, table in tables.items()
+                }
+
+        def by_step(table):  # [rows, T, ...] -> [T, rows, ...]
+            return None if table is None else tf.transpose(
+                table, [1, 0] + list(range(2, table.shape.rank))
+            )
+
+        return self._finalize(
+            by_step(tables["step_ids"]), by_step(tables["parent_ids"]), loop["step"],
+            tables["scores"], tables["log_probs"], by_step(tables["attention"]), end_id,
+            batch_size,
+        )
+
+    def _final_tables(self, loop, end_id, returns_attention):
+        """The loop's per-row results, rows first: the step tables of steps not decoded
+        hold `</s>` from the row's own slot (a finished hypothesis staying in place)."""
+        step = loop["step"]
+        decoded = tf.range(self.max_length)[tf.newaxis, :] < step
+        num_rows = loop["ids"].shape[0]
+        own_slots = (tf.range(num_rows) % self.beam_size)[:, tf.newaxis]
+        tables = {
+            "step_ids": tf.where(decoded, tf.transpose(loop["step_ids"].stack()), end_id),
+            "parent_ids": tf.where(decoded, tf.transpose(loop["parent_ids"].stack()), own_slots),
+            "scores": loop["scores"],
+            "log_probs": loop["log_probs"],
+            "attention": None,
+        }
+        if returns_attention:
+            attention = tf.transpose(loop["attention"].stack(), [1, 0, 2])
+            tables["attention"] = tf.where(decoded[:, :, tf.newaxis], attention, 0.0)
+        return tables
+
+    def _gather_examples(self, loop, examples, returns_attention):
+        """The loop with only `examples` (int32 `[B']`, static `B'`), in that order."""
+        num_examples = examples.shape[0]
+        beam_size = self.beam_size
+        rows = _example_rows(examples, beam_size)
+        num_rows = num_examples * beam_size
+        old_examples = loop["ids"].shape[0] // beam_size
+
+        def gather_per_row(tensor):
+            return tf.ensure_shape(tf.gather(tensor, rows),
+                                   [num_rows] + tensor.shape.as_list()[1:])
+
+        def gather_unordered(tensor):
+            if tensor.shape[0] == old_examples * beam_size:
+                return gather_per_row(tensor)
+            return tf.ensure_shape(tf.gather(tensor, examples),
+                                   [num_examples] + tensor.shape.as_list()[1:])
+
+        def gather_table(array, dtype):
+            table = tf.gather(array.stack(), rows, axis=1)
+            return tf.TensorArray(dtype, size=self.max_length,
+                                  element_shape=[num_rows]).unstack(table)
+
+        gathered = {"step": loop["step"]}
+        for key, value in loop.items():
+            if key in ("step_ids", "parent_ids"):
+                gathered[key] = gather_table(value, tf.int32)
+            elif key == "attention":
+                gathered[key] = tf.TensorArray(tf.float32, size=self.max_length)
+                if returns_attention:
+                    gathered[key] = gathered[key].unstack(tf.gather(value.stack(), rows, axis=1))
+            elif key == "state":
+                gathered[key] = tf.nest.map_structure(gather_per_row, value)
+            elif key == "unordered_state":
+                gathered[key] = tf.nest.map_structure(gather_unordered, value)
+            elif key != "step":
+                gathered[key] = gather_per_row(value)
+        return gathered
 
     def _check_step_outputs(self, outputs, state, static_rows, attention_size):
         if not isinstance(outputs, (tuple, list)) or len(outputs) != 3:
@@ -429,8 +578,18 @@ class BeamSampler(keras.layers.Layer):
             tf.gather(tf.reshape(word_ids, flat_shape), chosen, batch_dims=1), [-1]
         )
         beam_ids = tf.reshape(chosen // num_candidates, [-1])
-
         lengths = tf.where(finished, loop["lengths"], loop["lengths"] + 1)
+        if self.compact_batch:
+            # A done example stands still: its hypotheses stay in their slots, emit </s>
+            # and keep their scores, as if its decoding had stopped.
+            done = tf.repeat(self._examples_done(loop), beam_size)
+            own_slots = tf.range(tf.shape(word_ids)[0]) % beam_size
+            beam_ids = tf.where(done, own_slots, beam_ids)
+            word_ids = tf.where(done, end_id, word_ids)
+            next_log_probs = tf.where(done, loop["log_probs"], next_log_probs)
+            next_scores = tf.where(done, loop["scores"], next_scores)
+            lengths = tf.where(done, loop["lengths"], lengths)
+
         if beam_size == 1:  # greedy: nothing moves
             parents = lambda tensor: tensor  # noqa: E731
         else:
@@ -511,22 +670,18 @@ class BeamSampler(keras.layers.Layer):
             return draws
         return tf.gather(candidate_ids, draws, batch_dims=1)
 
-    def _finalize(self, loop, end_id, batch_size, returns_attention):
-        final_scores = tf.reshape(loop["scores"], [-1, self.beam_size])
+    def _finalize(self, step_ids, parent_ids, num_steps, scores, log_probs, attention, end_id,
+                  batch_size):
+        final_scores = tf.reshape(scores, [-1, self.beam_size])
         if self.top_k == 1:  # the beam is already sorted by score
             final_beams = tf.tile(tf.range(self.n_best)[tf.newaxis], [batch_size, 1])
         else:
             final_beams = tf.math.top_k(final_scores, k=self.n_best).indices
         ids, lengths, alignment = gather_tree(
-            loop["step_ids"].stack(),
-            loop["parent_ids"].stack(),
-            self.beam_size,
-            loop["step"],
-            end_id,
-            final_beams=final_beams,
-            step_values=loop["attention"].stack() if returns_attention else None,
+            step_ids, parent_ids, self.beam_size, num_steps, end_id,
+            final_beams=final_beams, step_values=attention,
         )
-        log_probs = tf.reshape(loop["log_probs"], [-1, self.beam_size])
+        log_probs = tf.reshape(log_probs, [-1, self.beam_size])
         outputs = {
             "ids": ids,
             "lengths": lengths,
@@ -551,8 +706,14 @@ class BeamSampler(keras.layers.Layer):
             seed=self.seed,
             freeze_finished_scores=self.freeze_finished_scores,
             early_exit=self.early_exit,
+            compact_batch=self.compact_batch,
         )
         return config
+
+
+def _example_rows(examples, beam_size):
+    """The rows `[B' * beam_size]` of examples `[B']`: `b * beam_size + k`."""
+    return tf.reshape(examples[:, tf.newaxis] * beam_size + tf.range(beam_size), [-1])
 
 
 def _check_int(name, value, minimum):

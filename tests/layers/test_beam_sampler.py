@@ -8,6 +8,7 @@ the sampler saved and reloaded.
 """
 
 import doctest
+import functools
 import itertools
 import math
 import os
@@ -122,7 +123,8 @@ def assert_outputs_equal(actual, expected, atol=1e-5):
 def test_config_round_trip():
     kwargs = dict(beam_size=5, length_penalty=0.6, coverage_penalty=0.2, top_k=3,
                   temperature=0.7, n_best=2, max_length=17, min_length=3, seed=11,
-                  freeze_finished_scores=True, early_exit=True, name="sampler")
+                  freeze_finished_scores=True, early_exit=True, compact_batch=True,
+                  name="sampler")
     sampler = BeamSampler(**kwargs)
     config = sampler.get_config()
     for key, value in kwargs.items():
@@ -784,3 +786,92 @@ def test_early_exit_without_penalties_stops_sooner_with_the_same_results():
         assert steps[True] <= steps[False]
         sooner += steps[True] < steps[False]
     assert sooner >= 3  # most of these models have a long tail of unfinished hypotheses
+
+
+# ----------------------------------------------------------------------------- compact_batch
+
+
+def per_example_bias_step_fn(table, attention_table, bias_weight=0.3):
+    """A Markov model whose logits also depend on a per-example bias: in the reordered
+    state `[rows]`, or in the unordered state as `[B]` (examples) or `[B * K]` (rows)."""
+
+    def step_fn(ids, step, state):
+        if isinstance(state, tuple):  # (reordered state {}, unordered per-example bias)
+            bias = state[1]
+            rows_per_bias = tf.shape(ids)[0] // tf.shape(bias)[0]
+            bias = tf.repeat(bias, rows_per_bias)
+        else:
+            bias = state
+        logits = tf.gather(table, ids) + bias[:, tf.newaxis] * bias_weight
+        return logits, tf.gather(attention_table, ids), state
+
+    return step_fn
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+@pytest.mark.parametrize("kwargs, bias_in", [
+    (dict(beam_size=3, length_penalty=0.6, coverage_penalty=0.2), "examples"),
+    (dict(beam_size=3, length_penalty=0.6, n_best=2, early_exit=True), "rows"),
+    (dict(beam_size=1), "state"),
+])
+def test_compact_batch_gives_each_example_its_result_decoded_alone(jit_compile, bias_in,
+                                                                    kwargs):
+    """32 examples (batches of 32, 8 then 2) of a Markov model with some long and some
+    short outputs: each example's hypotheses, scores and alignments are those of the same
+    search on that example alone."""
+    rng = np.random.default_rng(3)
+    vocab_size, batch_size, source_length = 7, 32, 5
+    table = tf.constant(rng.normal(scale=2.0, size=[vocab_size, vocab_size]), tf.float32)
+    attention_table = tf.nn.softmax(rng.normal(size=[vocab_size, source_length]), axis=1)
+    attention_table = tf.cast(attention_table, tf.float32)
+    step_fn = per_example_bias_step_fn(table, attention_table)
+    start_ids = tf.constant(rng.integers(0, vocab_size, size=batch_size), tf.int32)
+    bias = tf.constant(rng.normal(size=batch_size), tf.float32)
+    kwargs = dict(max_length=12, **kwargs)
+    beam_size = kwargs["beam_size"]
+
+    def search(sampler, start_ids, bias):
+        state = {"initial_state": bias} if bias_in == "state" else {
+            "unordered_state": bias if bias_in == "examples" else tf.repeat(bias, beam_size)}
+        return sampler(step_fn, start_ids, END, attention_size=source_length, **state)
+
+    compacting = BeamSampler(compact_batch=True, **kwargs)
+    assert compacting._compacted_batch_sizes(batch_size) == [32, 8, 2]
+    if jit_compile:
+        outputs = tf.function(lambda *args: search(compacting, *args), jit_compile=True)(
+            start_ids, bias)
+    else:
+        outputs = search(compacting, start_ids, bias)
+    lengths = outputs["lengths"].numpy()
+    assert lengths.max() == 12 and lengths.min() <= 2  # long and short outputs
+    search_alone = tf.function(functools.partial(search, BeamSampler(**kwargs)))
+    for example in range(batch_size):
+        alone = search_alone(start_ids[example:example + 1], bias[example:example + 1])
+        for key in ("ids", "lengths"):
+            np.testing.assert_array_equal(outputs[key][example], alone[key][0])
+        for key in ("log_probs", "scores", "alignment"):
+            np.testing.assert_allclose(outputs[key][example], alone[key][0], atol=1e-5)
+
+
+def test_compact_batch_changes_nothing_without_a_static_batch_size():
+    rng = np.random.default_rng(5)
+    table = tf.constant(rng.normal(scale=2.0, size=[6, 6]), tf.float32)
+    sampler = BeamSampler(beam_size=2, max_length=9, compact_batch=True)
+    assert sampler._compacted_batch_sizes(None) == [None]
+    assert sampler._compacted_batch_sizes(5) == [5, 2]
+    assert sampler._compacted_batch_sizes(4) == [4]
+    search = tf.function(lambda start_ids: sampler(markov_step_fn(table), start_ids, END),
+                         input_signature=[tf.TensorSpec([None], tf.int32)])
+    start_ids = tf.constant([0, 3, 4, 5])
+    assert_outputs_equal(search(start_ids), sampler(markov_step_fn(table), start_ids, END))
+
+
+def test_compact_batch_refuses_an_unordered_state_of_another_batch_size():
+    table = tf.zeros([6, 6])
+
+    def step_fn(ids, step, state):
+        return tf.gather(table, ids), None, state
+
+    sampler = BeamSampler(beam_size=2, max_length=4, compact_batch=True)
+    with pytest.raises(ValueError, match="leading dimension of B"):
+        sampler(step_fn, tf.zeros([8], tf.int32), END, unordered_state=tf.zeros([3]))
