@@ -67,9 +67,11 @@ def parse_arguments(argv=None):
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--beam-size", type=int, default=4)
     parser.add_argument("--length-penalty", type=float, default=0.6)
-    parser.add_argument("--searches", default="greedy,beam",
+    parser.add_argument("--searches", default="greedy,beam,greedy-compact,beam-compact",
                         help="comma-separated: greedy, beam, beam-early-exit (beam with "
-                             "BeamSampler(early_exit=True))")
+                             "BeamSampler(early_exit=True)), and each of them with "
+                             "-compact (BeamSampler(compact_batch=True)), e.g. "
+                             "beam-early-exit-compact")
     parser.add_argument("--jit-compile", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--max-sentences", type=int, help="translate only the first N (smoke run)")
     parser.add_argument("--seed", type=int, default=1234)
@@ -188,12 +190,14 @@ def main():
           f"{os.cpu_count()} CPUs, TensorFlow {tf.__version__}")
     print(f"load average before: {' '.join(f'{x:.2f}' for x in load_before)}")
 
+    beam = dict(beam_size=arguments.beam_size, length_penalty=arguments.length_penalty)
     samplers = {
         "greedy": BeamSampler(beam_size=1),
-        "beam": BeamSampler(beam_size=arguments.beam_size,
-                            length_penalty=arguments.length_penalty),
-        "beam-early-exit": BeamSampler(beam_size=arguments.beam_size,
-                                       length_penalty=arguments.length_penalty, early_exit=True),
+        "greedy-compact": BeamSampler(beam_size=1, compact_batch=True),
+        "beam": BeamSampler(**beam),
+        "beam-compact": BeamSampler(**beam, compact_batch=True),
+        "beam-early-exit": BeamSampler(**beam, early_exit=True),
+        "beam-early-exit-compact": BeamSampler(**beam, early_exit=True, compact_batch=True),
     }
     for search in arguments.searches.split(","):
         sampler = samplers[search]
@@ -204,7 +208,8 @@ def main():
         tokens = int(tokenizer(tf.constant(outputs)).row_lengths().numpy().sum())
         bleu = score_translations(outputs, references).bleu
         print(f"{search} (beam_size={sampler.beam_size}, "
-              f"length_penalty={sampler.length_penalty}, early_exit={sampler.early_exit}): "
+              f"length_penalty={sampler.length_penalty}, early_exit={sampler.early_exit}, "
+              f"compact_batch={sampler.compact_batch}): "
               f"{tokens} target tokens, BLEU {bleu:.1f}")
         print(f"  time to first batch (cold): {first_batch:.2f} s")
         for name, seconds, cpu_seconds in (("cold", cold, cold_cpu), ("warm", warm, warm_cpu)):

@@ -512,6 +512,14 @@ _SCHEMA = {
             _Boolean(),
             "Replace each unknown target token by the source token with the highest attention.",
         ),
+        "compact_batch": _Option(
+            False,
+            _Boolean(),
+            "Stop each sentence as soon as its hypotheses have finished and decode the "
+            "unfinished ones in smaller batches (`BeamSampler(compact_batch=True)`): faster, "
+            "and each result is the one of the sentence decoded alone. OpenNMT-tf (`false`) "
+            "decodes a finished sentence on with its batch.",
+        ),
     },
     "train": {
         "batch_size": _Option(

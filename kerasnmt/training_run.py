@@ -119,6 +119,7 @@ def build_sampler(config, n_best=None):
         max_length=params["maximum_decoding_length"],
         min_length=params["minimum_decoding_length"],
         seed=config["train"]["seed"],
+        compact_batch=params["compact_batch"],
     )
 
 

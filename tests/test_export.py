@@ -118,6 +118,27 @@ def test_signatures_equal_translate(whitespace_export):
             assert not alignments[i, k, rows:].any() and not alignments[i, k, :, columns:].any()
 
 
+def test_a_compact_batch_export_equals_translate(tmp_path):
+    """BeamSampler(compact_batch=True) needs a static batch size: the export decodes each
+    batch bucket with its own function (here 10 sentences: chunks of 8; then 1)."""
+    translator = tiny_translator(seed=3)
+    sampler = BeamSampler(beam_size=2, n_best=2, length_penalty=0.6, max_length=20,
+                          compact_batch=True)
+    path = translator.export(tmp_path / "compact", sampler=sampler,
+                             maximum_source_length=MAXIMUM_SOURCE_LENGTH,
+                             batch_size_buckets=(1, 8))
+    model = _loaded(path)
+    sentences = SENTENCES + ["c b a", "a a", "g f e d", "h", "b c d e"]
+    for batch in (sentences, sentences[:1]):
+        expected = translator.translate(batch, sampler=sampler, return_details=True,
+                                        jit_compile=False)
+        outputs = model.signatures[N_BEST_SIGNATURE](source=tf.constant(batch))
+        assert [_strings(row) for row in outputs["translations"]] == [
+            [h["text"] for h in n_best] for n_best in expected]
+        np.testing.assert_allclose(
+            outputs["scores"], [[h["score"] for h in n] for n in expected], atol=1e-4)
+
+
 def test_each_weight_is_stored_once(whitespace_export):
     translator, path = whitespace_export
     checkpoint = str(path / "variables" / "variables")

@@ -27,7 +27,10 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
     values of the one new query position at `step` (a scatter of that position only) and
     attends to positions `<= step` only, so a decoding step never recomputes earlier positions
     and all shapes stay static (XLA). For cross-attention, `project_memory(value)` projects the
-    encoder outputs once; pass the result as `cache` (without `step`) at every step. Cached
+    encoder outputs once; pass the result as `cache` (without `step`) at every step. The
+    memory need not be tiled per beam hypothesis: with `B` memory examples and `B * K`
+    query rows, rows `b * K` to `b * K + K - 1` attend to example `b` (one product per
+    example and head; `attention_mask` then has `B` rows too). Cached
     keys and values are head-major, the layout of the attention products: a decoding step
     reads them without transposing them (about 3x faster steps than `[B, L, H, D]` on CPU).
 
@@ -215,8 +218,13 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
 
         query = tf.cast(query, self.compute_dtype)
         queries = self._split_heads(self.query_dense(query)) * (self.key_dim**-0.5)
+        query_shape = tf.shape(queries)
         if uses_memory_cache:
             keys, values = cache["keys"], cache["values"]
+            # Consecutive query rows that share a memory example (beam hypotheses, when
+            # the memory is not tiled per hypothesis) are attended as its positions.
+            queries = tf.reshape(queries, [tf.shape(keys)[0], -1, self.num_heads,
+                                           self.key_dim])
         else:
             source = query if value is None else tf.cast(value, self.compute_dtype)
             keys = self._split_heads(self.key_dense(source))
@@ -288,9 +296,13 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         if self.maximum_relative_position is not None:
             weight_per_bucket = tf.einsum("bhts,tsr->bhtr", dropped_weights, bucket_one_hot)
             heads += tf.einsum("bhtr,rd->bthd", weight_per_bucket, self.relative_position_values)
-        shape = tf.shape(heads)
-        heads = tf.reshape(heads, [shape[0], shape[1], self.num_heads * self.key_dim])
+        heads = tf.reshape(heads, [query_shape[0], query_shape[1], self.num_heads * self.key_dim])
         outputs = self.output_dense(heads)
+        if uses_memory_cache and return_attention_scores:  # [B, H, K*T, S] -> [B*K, H, T, S]
+            shape = tf.shape(weights)
+            weights = tf.reshape(weights, [shape[0], shape[1], -1, query_shape[1], shape[3]])
+            weights = tf.reshape(tf.transpose(weights, [0, 2, 1, 3, 4]),
+                                 [query_shape[0], shape[1], query_shape[1], shape[3]])
 
         results = (outputs,)
         if cache is not None:

@@ -379,62 +379,77 @@ class Translator(keras.Model):
         return step_fn, [c["self_attention"] for c in caches]
 
     def _beam_history_step_function(
-        self, encoder_outputs, source_padding_mask, beam_size, max_length, vocabulary_multiple
+        self, encoder_outputs, source_padding_mask, length_limits, beam_size, max_length,
+        vocabulary_multiple,
     ):
-        """`decoding_step_function` for `BeamSampler(unordered_state=...)`: the
-        self-attention caches are beam caches (`RelativeMultiHeadAttention.initial_cache`
-        with `beam_size`) that the sampler never reorders.
+        """`decoding_step_function` for `BeamSampler(unordered_state=...)`: nothing of the
+        decoder's state is tiled per hypothesis or moved when hypotheses change places.
 
-        Returns `(step_fn, initial_state, unordered_state)`: the (reordered) state is each
-        hypothesis' history, int32 `[B, max_length]` (tiled by the sampler), and the
-        unordered state the keys and values of every layer, `[B, H, beam_size, max_length,
-        D/H]`. Each step the sampler then reorders `B * beam_size * max_length` integers
-        instead of copying every cache.
+        The reordered state is each hypothesis' history, int32 `[B, max_length]` (tiled by
+        the sampler): the beam slot that holds each of its positions in the self-attention
+        beam caches (`RelativeMultiHeadAttention.initial_cache` with `beam_size`), so each
+        step the sampler reorders `B * beam_size * max_length` integers instead of copying
+        every cache. The unordered state holds, per example (leading dimension `B`, so that
+        `BeamSampler(compact_batch=True)` can shrink the batch): the beam caches
+        `[B, H, beam_size, max_length, D/H]`, the projected encoder keys and values
+        `[B, H, S, D/H]` of every layer (the hypotheses of an example attend to them
+        together), the source padding mask and the length limits (from a step equal to its
+        limit, a row can only emit `</s>`).
+
+        Returns:
+            `(step_fn, initial_state, unordered_state)`.
         """
         kernel, bias = self._output_projection(vocabulary_multiple)
         caches = self.decoder.initial_cache(encoder_outputs, max_length, beam_size=beam_size)
-        memory = [
-            tf.nest.map_structure(lambda t: tf.repeat(t, beam_size, axis=0), c["cross_attention"])
-            for c in caches
-        ]
-        tiled_mask = tf.repeat(source_padding_mask, beam_size, axis=0)
-        keys_and_values = [
-            {"keys": c["self_attention"]["keys"], "values": c["self_attention"]["values"]}
-            for c in caches
-        ]
+        width = self.target_vocabulary_size + (-self.target_vocabulary_size % vocabulary_multiple)
+        end_only = tf.one_hot(END_OF_SENTENCE_ID, width, on_value=0.0, off_value=_EXCLUDED_LOGIT)
+        unordered_state = {
+            "self_attention": [
+                {"keys": c["self_attention"]["keys"], "values": c["self_attention"]["values"]}
+                for c in caches
+            ],
+            "memory": [c["cross_attention"] for c in caches],
+            "source_padding_mask": source_padding_mask,
+            "length_limits": length_limits,
+        }
         history = tf.zeros([tf.shape(encoder_outputs)[0], max_length], tf.int32)
 
         def step_fn(ids, step, state):
-            history, keys_and_values = state
+            history, unordered = state
             history = tf.reshape(history, [-1, beam_size, max_length])
             cache = [
-                {"self_attention": dict(kv, history=history), "cross_attention": m}
-                for kv, m in zip(keys_and_values, memory)
+                {"self_attention": dict(kv, history=history), "cross_attention": memory}
+                for kv, memory in zip(unordered["self_attention"], unordered["memory"])
             ]
             outputs, attention, cache = self.decoder.decode_step(
-                self.target_embedding(tf.cast(ids, tf.int32)), step, cache, tiled_mask
+                self.target_embedding(tf.cast(ids, tf.int32)), step, cache,
+                unordered["source_padding_mask"],
             )
             logits = tf.matmul(outputs, tf.cast(kernel, outputs.dtype))
-            logits += tf.cast(bias, outputs.dtype)
+            logits = tf.cast(logits + tf.cast(bias, outputs.dtype), tf.float32)
+            at_limit = tf.repeat(tf.greater_equal(step, unordered["length_limits"]), beam_size)
+            logits = tf.where(at_limit[:, tf.newaxis], end_only, logits)
             history = tf.reshape(cache[0]["self_attention"]["history"], [-1, max_length])
-            keys_and_values = [
+            unordered = dict(unordered, self_attention=[
                 {"keys": c["self_attention"]["keys"], "values": c["self_attention"]["values"]}
                 for c in cache
-            ]
-            return tf.cast(logits, tf.float32), attention, (history, keys_and_values)
+            ])
+            return logits, attention, (history, unordered)
 
-        return step_fn, history, keys_and_values
+        return step_fn, history, unordered_state
 
     def decode(self, source_ids, source_length, sampler, length_ratio=2.0, length_offset=10):
         """Translates source ids into target ids with a `BeamSampler` (numbers only, no text).
 
-        The encoder runs once; its outputs are projected and tiled per beam in the step
-        function's closure, and the decoder runs one position per step with its attention
-        cache, through `sampler` (greedy, beam search or sampling share this code). The
-        self-attention caches are beam caches that stay in place: when hypotheses change
-        places the sampler reorders only their histories (which slot holds each position),
-        not the keys and values (`RelativeMultiHeadAttention.initial_cache` with
-        `beam_size`). The output projection is padded to a multiple of 64 ids so that the
+        The encoder runs once; its outputs are projected once per layer (not tiled per
+        hypothesis: the hypotheses of an example attend to them together), and the decoder
+        runs one position per step with its attention cache, through `sampler` (greedy,
+        beam search or sampling share this code). The self-attention caches are beam caches
+        that stay in place: when hypotheses change places the sampler reorders only their
+        histories (which slot holds each position), not the keys and values
+        (`RelativeMultiHeadAttention.initial_cache` with `beam_size`). All of it is per
+        example, so `BeamSampler(compact_batch=True)` can shrink the batch as examples
+        finish. The output projection is padded to a multiple of 64 ids so that the
         sampler's chunked top-k reads the logits as they are. Works eagerly, in
         `tf.function` and in `tf.function(jit_compile=True)`.
 
@@ -500,19 +515,10 @@ class Translator(keras.Model):
             sampler = BeamSampler.from_config(config)
         encoder_outputs, padding_mask = self.encode(source_ids, source_length, training=False)
         step_fn, initial_state, unordered_state = self._beam_history_step_function(
-            encoder_outputs, padding_mask, sampler.beam_size, steps, _LOGITS_CHUNK
+            encoder_outputs, padding_mask, limits, sampler.beam_size, steps, _LOGITS_CHUNK
         )
-        row_limits = tf.repeat(limits, sampler.beam_size)
-        width = self.target_vocabulary_size + (-self.target_vocabulary_size % _LOGITS_CHUNK)
-        end_only = tf.one_hot(END_OF_SENTENCE_ID, width, on_value=0.0, off_value=_EXCLUDED_LOGIT)
-
-        def limited_step_fn(ids, step, state):
-            logits, attention, state = step_fn(ids, step, state)
-            at_limit = tf.greater_equal(step, row_limits)[:, tf.newaxis]
-            return tf.where(at_limit, end_only, logits), attention, state
-
         return sampler(
-            limited_step_fn,
+            step_fn,
             start_ids=tf.fill([tf.shape(source_ids)[0]], START_OF_SENTENCE_ID),
             end_id=END_OF_SENTENCE_ID,
             initial_state=initial_state,
