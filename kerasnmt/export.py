@@ -13,9 +13,8 @@ loaders read: `tf.saved_model.load` and the session loader of TF Serving and
    of `batch_size_buckets` that holds them (larger batches go through in chunks of the
    largest), so the numeric decoding sees a few shapes only;
 3. `Translator.decode` runs the encoder and the `BeamSampler` compiled by XLA
-   (`jit_compile=True`), one function traced per source width (per source width and
-   batch bucket with `BeamSampler(compact_batch=True)`, which needs a static batch size),
-   compiled once per (batch bucket, width) and then reused;
+   (`jit_compile=True`), one function traced per source width, compiled once per
+   (batch bucket, width) and then reused;
 4. the ids are turned back into text by the preprocessor (`detokenize_target`).
 
 The vocabularies and the SentencePiece model are constants of the graph
@@ -145,19 +144,8 @@ class _TranslateFunction:
         length = tf.pad(length, [[0, 1]])
         # The smallest batch bucket that holds the batch, else chunks of the largest.
         fitting = tf.clip_by_value(batch_size, 1, self.batch_size_buckets[-1])
-        bucket = _bucket_index(fitting, self.batch_size_buckets)
-        if not self.sampler.compact_batch:
-            chunk = tf.gather(self.batch_size_buckets, bucket)
-            return self._decode_chunks(ids, length, batch_size, chunk, width)
-        # A static batch size per bucket, which BeamSampler(compact_batch=True) needs.
-        return tf.switch_case(bucket, [
-            (lambda chunk=chunk: self._decode_chunks(ids, length, batch_size, chunk, width))
-            for chunk in self.batch_size_buckets
-        ])
-
-    def _decode_chunks(self, ids, length, batch_size, chunk, width):
-        """Decodes the `batch_size` first rows of `ids` `[B + 1, width]` in chunks of
-        `chunk` rows (an int or an int32 scalar)."""
+        chunk = tf.gather(self.batch_size_buckets,
+                          _bucket_index(fitting, self.batch_size_buckets))
         num_chunks = tf.maximum((batch_size + chunk - 1) // chunk, 1)
         # Padding rows repeat the last sentence (the empty row for an empty batch), so they
         # finish with it and never lengthen the decoding loop.

@@ -119,8 +119,8 @@ def test_signatures_equal_translate(whitespace_export):
 
 
 def test_a_compact_batch_export_equals_translate(tmp_path):
-    """BeamSampler(compact_batch=True) needs a static batch size: the export decodes each
-    batch bucket with its own function (here 10 sentences: chunks of 8; then 1)."""
+    """BeamSampler(compact_batch=True) in the SavedModel (batch size unknown when
+    tracing, static for XLA): 10 sentences in chunks of 8 (compacted to 2 and 1), then 1."""
     translator = tiny_translator(seed=3)
     sampler = BeamSampler(beam_size=2, n_best=2, length_penalty=0.6, max_length=20,
                           compact_batch=True)

@@ -74,11 +74,13 @@ class BeamSampler(keras.layers.Layer):
     `length + 1`), so its result can depend on the other sentences of the batch.
     `compact_batch=True` makes every result the one of the example decoded alone (an
     example stops as soon as it is done, its hypotheses frozen in place), and shrinks the
-    batch as examples finish, as CTranslate2 and fairseq do: with a static batch size `B`,
-    one loop runs at `B` examples while more than `ceil(B / 4)` are unfinished, then the
-    unfinished examples are gathered into a batch of `ceil(B / 4)`, and so on down to 2
+    batch as examples finish, as CTranslate2 and fairseq do: one loop runs at `B` examples
+    while more than `ceil(B / 4)` are unfinished, then the unfinished examples (and done
+    ones to fill it) are gathered into a batch of `ceil(B / 4)`, which runs while more than
+    `ceil(B / 16)` are unfinished, and then a batch of `ceil(B / 16)` finishes the search
     (32 -> 8 -> 2). A batch in which one sentence decodes much longer than the others then
-    spends its last steps on a few rows instead of all of them.
+    spends its last steps on a few rows instead of all of them. Under XLA, each loop has
+    static shapes (`B` need not be known when tracing: XLA compiles per input shape).
 
     The layer has no weights. It runs eagerly, inside `tf.function` and inside
     `tf.function(jit_compile=True)`: all loop variables keep static shapes, so `step_fn`
@@ -111,7 +113,7 @@ class BeamSampler(keras.layers.Layer):
         early_exit: stop when the `n_best` best hypotheses of every example have finished
             (see above) instead of all of them.
         compact_batch: stop each example as soon as it is done and decode the unfinished
-            ones in smaller batches (see above); needs a static batch size to shrink it.
+            ones in smaller batches (see above).
         **kwargs: passed to `keras.layers.Layer` (e.g. `name`).
 
     Call arguments:
@@ -132,7 +134,8 @@ class BeamSampler(keras.layers.Layer):
         unordered_state: `None`, or a nested structure of tensors with leading dimension
             `B * beam_size` (rows) or `B` (examples), carried from step to step as `step_fn`
             returns it: neither tiled nor reordered (with `compact_batch`, gathered with
-            the examples that stay in the batch). When given, `step_fn` receives `(state, unordered_state)` as its
+            the examples that stay in the batch: per row when its leading dimension is
+            statically `B * beam_size`, else per example). When given, `step_fn` receives `(state, unordered_state)` as its
             state (`state` is `{}` without `initial_state`) and returns the same pair.
 
     Returns:
@@ -288,7 +291,7 @@ class BeamSampler(keras.layers.Layer):
                 next_loop["unordered_state"] = new_unordered_state
             return (next_loop,)
 
-        batch_sizes = self._compacted_batch_sizes(start_ids.shape[0])
+        batch_sizes = self._compacted_batch_sizes(start_ids.shape[0], batch_size)
         if len(batch_sizes) > 1:
             return self._search_compacting(loop, body, batch_sizes, end_id, returns_attention)
 
@@ -312,15 +315,16 @@ class BeamSampler(keras.layers.Layer):
             finished = tf.gather(finished, best, batch_dims=1)
         return tf.reduce_all(finished, axis=1)
 
-    def _compacted_batch_sizes(self, batch_size):
+    def _compacted_batch_sizes(self, static_batch_size, batch_size):
         """The batch sizes of the successive decoding loops: `[B]`, or with `compact_batch`
-        and a static `B`, `B` then quarters (rounded up) while they are at least 2."""
-        if not self.compact_batch or batch_size is None:
+        `B`, `ceil(B / 4)` and `ceil(B / 16)` (Python ints without repeats when `B` is
+        static, else int32 scalars)."""
+        if not self.compact_batch:
             return [batch_size]
-        sizes = [batch_size]
-        while math.ceil(sizes[-1] / 4) >= 2:
-            sizes.append(math.ceil(sizes[-1] / 4))
-        return sizes
+        if static_batch_size is None:
+            return [batch_size, (batch_size + 3) // 4, (batch_size + 15) // 16]
+        return sorted({static_batch_size, math.ceil(static_batch_size / 4),
+                       math.ceil(static_batch_size / 16)}, reverse=True)
 
     def _search_compacting(self, loop, body, batch_sizes, end_id, returns_attention):
         """The search with `compact_batch`: one loop per batch size, each running while more
@@ -329,7 +333,9 @@ class BeamSampler(keras.layers.Layer):
         Each example's tables are copied out, at its original place, when it leaves."""
         batch_size, beam_size = batch_sizes[0], self.beam_size
         for tensor in tf.nest.flatten(loop.get("unordered_state", [])):
-            if tensor.shape[0] not in (batch_size, batch_size * beam_size):
+            if isinstance(batch_size, int) and tensor.shape[0] not in (
+                batch_size, batch_size * beam_size
+            ):
                 raise ValueError(
                     f"BeamSampler(compact_batch=True): every unordered_state tensor must have "
                     f"a leading dimension of B ({batch_size}) or B * beam_size "
@@ -350,7 +356,10 @@ class BeamSampler(keras.layers.Layer):
                 unfinished = tf.reduce_sum(
                     tf.cast(tf.logical_not(self._examples_done(loop)), tf.int32)
                 )
-                return tf.logical_and(unfinished > later_size, loop["step"] < self.max_length)
+                # The first step always runs in the first loop (no example is done before
+                # it), so that every step table has an element when it is read.
+                go_on = tf.logical_or(unfinished > later_size, tf.equal(loop["step"], 0))
+                return tf.logical_and(go_on, loop["step"] < self.max_length)
 
             (loop,) = tf.while_loop(
                 cond, body, (loop,), maximum_iterations=self.max_length, parallel_iterations=1
@@ -382,8 +391,7 @@ class BeamSampler(keras.layers.Layer):
         hold `</s>` from the row's own slot (a finished hypothesis staying in place)."""
         step = loop["step"]
         decoded = tf.range(self.max_length)[tf.newaxis, :] < step
-        num_rows = loop["ids"].shape[0]
-        own_slots = (tf.range(num_rows) % self.beam_size)[:, tf.newaxis]
+        own_slots = (tf.range(tf.shape(loop["ids"])[0]) % self.beam_size)[:, tf.newaxis]
         tables = {
             "step_ids": tf.where(decoded, tf.transpose(loop["step_ids"].stack()), end_id),
             "parent_ids": tf.where(decoded, tf.transpose(loop["parent_ids"].stack()), own_slots),
@@ -397,19 +405,21 @@ class BeamSampler(keras.layers.Layer):
         return tables
 
     def _gather_examples(self, loop, examples, returns_attention):
-        """The loop with only `examples` (int32 `[B']`, static `B'`), in that order."""
+        """The loop with only `examples` (int32 `[B']`), in that order. An unordered state
+        tensor is per row when its leading dimension is statically `B * beam_size`, else
+        per example."""
         num_examples = examples.shape[0]
         beam_size = self.beam_size
         rows = _example_rows(examples, beam_size)
-        num_rows = num_examples * beam_size
-        old_examples = loop["ids"].shape[0] // beam_size
+        num_rows = None if num_examples is None else num_examples * beam_size
+        old_rows = loop["ids"].shape[0]
 
         def gather_per_row(tensor):
             return tf.ensure_shape(tf.gather(tensor, rows),
                                    [num_rows] + tensor.shape.as_list()[1:])
 
         def gather_unordered(tensor):
-            if tensor.shape[0] == old_examples * beam_size:
+            if old_rows is not None and tensor.shape[0] == old_rows:
                 return gather_per_row(tensor)
             return tf.ensure_shape(tf.gather(tensor, examples),
                                    [num_examples] + tensor.shape.as_list()[1:])

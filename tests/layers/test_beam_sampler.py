@@ -836,7 +836,7 @@ def test_compact_batch_gives_each_example_its_result_decoded_alone(jit_compile, 
         return sampler(step_fn, start_ids, END, attention_size=source_length, **state)
 
     compacting = BeamSampler(compact_batch=True, **kwargs)
-    assert compacting._compacted_batch_sizes(batch_size) == [32, 8, 2]
+    assert compacting._compacted_batch_sizes(batch_size, batch_size) == [32, 8, 2]
     if jit_compile:
         outputs = tf.function(lambda *args: search(compacting, *args), jit_compile=True)(
             start_ids, bias)
@@ -853,17 +853,31 @@ def test_compact_batch_gives_each_example_its_result_decoded_alone(jit_compile, 
             np.testing.assert_allclose(outputs[key][example], alone[key][0], atol=1e-5)
 
 
-def test_compact_batch_changes_nothing_without_a_static_batch_size():
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_compact_batch_with_a_batch_size_unknown_when_tracing(jit_compile):
+    """Traced for `[None]` start ids (as in a SavedModel signature), the loops run at
+    `B`, `ceil(B / 4)` and `ceil(B / 16)` examples: the same results as the static batch
+    sizes `[9, 3, 1]`, and each example's result alone."""
     rng = np.random.default_rng(5)
-    table = tf.constant(rng.normal(scale=2.0, size=[6, 6]), tf.float32)
-    sampler = BeamSampler(beam_size=2, max_length=9, compact_batch=True)
-    assert sampler._compacted_batch_sizes(None) == [None]
-    assert sampler._compacted_batch_sizes(5) == [5, 2]
-    assert sampler._compacted_batch_sizes(4) == [4]
-    search = tf.function(lambda start_ids: sampler(markov_step_fn(table), start_ids, END),
-                         input_signature=[tf.TensorSpec([None], tf.int32)])
-    start_ids = tf.constant([0, 3, 4, 5])
-    assert_outputs_equal(search(start_ids), sampler(markov_step_fn(table), start_ids, END))
+    table = rng.normal(scale=2.0, size=[7, 7]).astype(np.float32)
+    sampler = BeamSampler(beam_size=2, length_penalty=0.6, max_length=9, compact_batch=True)
+    assert sampler._compacted_batch_sizes(9, 9) == [9, 3, 1]
+    assert sampler._compacted_batch_sizes(1, 1) == [1]
+
+    def search(start_ids):
+        return sampler(markov_step_fn(table), start_ids, END)
+
+    dynamic = tf.function(search, input_signature=[tf.TensorSpec([None], tf.int32)],
+                          jit_compile=jit_compile)
+    start_ids = tf.constant(rng.integers(0, 7, size=9), tf.int32)
+    outputs = dynamic(start_ids)
+    assert_outputs_equal(outputs, search(start_ids))
+    alone = BeamSampler(beam_size=2, length_penalty=0.6, max_length=9)
+    for example in range(9):
+        expected = alone(markov_step_fn(table), start_ids[example:example + 1], END)
+        np.testing.assert_array_equal(outputs["ids"][example], expected["ids"][0])
+    assert_outputs_equal(dynamic(start_ids[:1]), search(start_ids[:1]))
+    assert dynamic(tf.zeros([0], tf.int32))["ids"].shape[0] == 0
 
 
 def test_compact_batch_refuses_an_unordered_state_of_another_batch_size():
