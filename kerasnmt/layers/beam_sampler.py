@@ -135,8 +135,9 @@ class BeamSampler(keras.layers.Layer):
             `B * beam_size` (rows) or `B` (examples), carried from step to step as `step_fn`
             returns it: neither tiled nor reordered (with `compact_batch`, gathered with
             the examples that stay in the batch: per row when its leading dimension is
-            statically `B * beam_size`, else per example). When given, `step_fn` receives `(state, unordered_state)` as its
-            state (`state` is `{}` without `initial_state`) and returns the same pair.
+            statically `B * beam_size`, else per example). When given, `step_fn` receives
+            `(state, unordered_state)` as its state (`state` is `{}` without
+            `initial_state`) and returns the same pair.
 
     Returns:
         A dict of tensors, hypotheses best first:
