@@ -416,10 +416,10 @@ def export(parser):
     the configuration's params section (beam_width, length_penalty, coverage_penalty,
     sampling_topk, sampling_temperature, num_hypotheses, maximum_decoding_length,
     minimum_decoding_length, replace_unknown_target, compact_batch), fixed in the
-    export. Sources are cut to --maximum-source-length tokens. The directory is written under a temporary
-    name and renamed, so an interrupted export leaves an existing one intact. Load it with
-    TensorFlow alone (plus `import tensorflow_text` for SentencePiece models), or serve it
-    with TF Serving.
+    export. Sources are cut to --maximum-source-length tokens. The directory is written
+    under a temporary name and renamed, so an interrupted export leaves an existing one
+    intact. Load it with TensorFlow alone (plus `import tensorflow_text` for SentencePiece
+    models), or serve it with TF Serving.
     """
     parser.add_argument(
         "output", metavar="OUTPUT",

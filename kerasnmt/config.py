@@ -44,11 +44,10 @@ class ConfigError(ValueError):
         errors: one message a mistake, each starting with its key path.
 
     Examples:
-
-    >>> error = ConfigError("run.yml", ["train.batch_size: expected an integer >= 1, got 0"])
-    >>> print(error)
-    run.yml: 1 error in the configuration:
-      train.batch_size: expected an integer >= 1, got 0
+        >>> error = ConfigError("run.yml", ["train.batch_size: expected an integer >= 1, got 0"])
+        >>> print(error)
+        run.yml: 1 error in the configuration:
+          train.batch_size: expected an integer >= 1, got 0
     """
 
     def __init__(self, source, errors):
@@ -736,16 +735,15 @@ def load_config(path, required=()):
         ConfigError: listing every mistake with its key path, before anything runs.
 
     Examples:
-
-    >>> import pathlib, tempfile
-    >>> run = pathlib.Path(tempfile.mkdtemp()) / "run.yml"
-    >>> _ = run.write_text("train:\\n  batch_type: token\\n  batch_sizes: 64\\n")
-    >>> load_config(run)
-    Traceback (most recent call last):
-    ...
-    kerasnmt.config.ConfigError: ...run.yml: 2 errors in the configuration:
-      train.batch_sizes: unknown key (did you mean train.batch_size?)
-      train.batch_type: expected one of examples, tokens, got 'token' (did you mean 'tokens'?)
+        >>> import pathlib, tempfile
+        >>> run = pathlib.Path(tempfile.mkdtemp()) / "run.yml"
+        >>> _ = run.write_text("train:\\n  batch_type: token\\n  batch_sizes: 64\\n")
+        >>> load_config(run)
+        Traceback (most recent call last):
+        ...
+        kerasnmt.config.ConfigError: ...run.yml: 2 errors in the configuration:
+          train.batch_sizes: unknown key (did you mean train.batch_size?)
+          train.batch_type: expected one of examples, tokens, got 'token' (did you mean 'tokens'?)
     """
     path = os.fspath(path)
     try:

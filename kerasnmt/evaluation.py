@@ -67,12 +67,11 @@ def score_translations(hypotheses, references, lowercase=False, tokenize="13a"):
             unknown tokenizer, or text that still holds SentencePiece pieces.
 
     Examples:
-
-    >>> scores = score_translations(["the cat sat on the mat"], ["the cat sat on a mat"])
-    >>> round(scores.bleu, 2)  # (5/6 * 3/5 * 2/4 * 1/3) ** (1/4), no brevity penalty
-    53.73
-    >>> scores.bleu_signature
-    'nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:...'
+        >>> scores = score_translations(["the cat sat on the mat"], ["the cat sat on a mat"])
+        >>> round(scores.bleu, 2)  # (5/6 * 3/5 * 2/4 * 1/3) ** (1/4), no brevity penalty
+        53.73
+        >>> scores.bleu_signature
+        'nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:...'
     """
     hypotheses, references = list(hypotheses), list(references)
     if not hypotheses:

@@ -401,13 +401,14 @@ class Translator(keras.Model):
         """
         kernel, bias = self._output_projection(vocabulary_multiple)
         caches = self.decoder.initial_cache(encoder_outputs, max_length, beam_size=beam_size)
-        width = self.target_vocabulary_size + (-self.target_vocabulary_size % vocabulary_multiple)
-        end_only = tf.one_hot(END_OF_SENTENCE_ID, width, on_value=0.0, off_value=_EXCLUDED_LOGIT)
+        end_only = tf.one_hot(END_OF_SENTENCE_ID, kernel.shape[-1], on_value=0.0,
+                              off_value=_EXCLUDED_LOGIT)
+
+        def keys_and_values(caches):  # the beam caches without their history
+            return [{key: c["self_attention"][key] for key in ("keys", "values")} for c in caches]
+
         unordered_state = {
-            "self_attention": [
-                {"keys": c["self_attention"]["keys"], "values": c["self_attention"]["values"]}
-                for c in caches
-            ],
+            "self_attention": keys_and_values(caches),
             "memory": [c["cross_attention"] for c in caches],
             "source_padding_mask": source_padding_mask,
             "length_limits": length_limits,
@@ -430,10 +431,7 @@ class Translator(keras.Model):
             at_limit = tf.repeat(tf.greater_equal(step, unordered["length_limits"]), beam_size)
             logits = tf.where(at_limit[:, tf.newaxis], end_only, logits)
             history = tf.reshape(cache[0]["self_attention"]["history"], [-1, max_length])
-            unordered = dict(unordered, self_attention=[
-                {"keys": c["self_attention"]["keys"], "values": c["self_attention"]["values"]}
-                for c in cache
-            ])
+            unordered = dict(unordered, self_attention=keys_and_values(cache))
             return logits, attention, (history, unordered)
 
         return step_fn, history, unordered_state
