@@ -43,6 +43,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from kerasnmt.data.lexical_shortlist import LexicalShortlist  # noqa: E402
 from kerasnmt.data.training_pipeline import training_dataset  # noqa: E402
 from kerasnmt.evaluation import score_translations  # noqa: E402
 from kerasnmt.layers import BeamSampler  # noqa: E402
@@ -72,6 +73,12 @@ def parse_arguments(argv=None):
                              "BeamSampler(early_exit=True)), and each of them with "
                              "-compact (BeamSampler(compact_batch=True)), e.g. "
                              "beam-early-exit-compact")
+    parser.add_argument("--shortlist",
+                        help="a lexical shortlist (vmap file of `kerasnmt build-shortlist`): "
+                             "decode each batch over its shortlist (kerasnmt.data."
+                             "LexicalShortlist)")
+    parser.add_argument("--shortlist-width", type=int, default=2048,
+                        help="LexicalShortlist width: target ids a batch is decoded over")
     parser.add_argument("--jit-compile", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--max-sentences", type=int, help="translate only the first N (smoke run)")
     parser.add_argument("--seed", type=int, default=1234)
@@ -147,6 +154,12 @@ def timed_translate(translator, sentences, sampler, arguments):
     """Translates; returns the outputs, the seconds it took and the seconds until the
     first batch was decoded (the translator's decode function is wrapped to see it)."""
     first_batch = []
+    shortlist = None
+    if arguments.shortlist:
+        shortlist = LexicalShortlist.load(
+            arguments.shortlist, translator.preprocessor.source_vocabulary,
+            translator.preprocessor.target_vocabulary, width=arguments.shortlist_width,
+        )
     decode_function = translator._decode_function
 
     def timed_decode_function(*args):
@@ -166,7 +179,8 @@ def timed_translate(translator, sentences, sampler, arguments):
     try:
         outputs = translator.translate(sentences, sampler=sampler,
                                        batch_size=arguments.batch_size,
-                                       jit_compile=arguments.jit_compile)
+                                       jit_compile=arguments.jit_compile,
+                                       shortlist=shortlist)
     finally:
         del translator.__dict__["_decode_function"]
     seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
@@ -209,7 +223,7 @@ def main():
         bleu = score_translations(outputs, references).bleu
         print(f"{search} (beam_size={sampler.beam_size}, "
               f"length_penalty={sampler.length_penalty}, early_exit={sampler.early_exit}, "
-              f"compact_batch={sampler.compact_batch}): "
+              f"compact_batch={sampler.compact_batch}, shortlist={arguments.shortlist}): "
               f"{tokens} target tokens, BLEU {bleu:.1f}")
         print(f"  time to first batch (cold): {first_batch:.2f} s")
         for name, seconds, cpu_seconds in (("cold", cold, cold_cpu), ("warm", warm, warm_cpu)):

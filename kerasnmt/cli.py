@@ -338,6 +338,62 @@ def average_checkpoints(parser):
     return run
 
 
+@subcommand
+def build_shortlist(parser):
+    """Estimate a lexical shortlist, for faster decoding, from the training corpus.
+
+    Tokenizes the training pairs (data.train_features_file, data.train_labels_file) with
+    the configuration's tokenizers and vocabularies, estimates IBM Model 1 translation
+    probabilities t(target token | source token) by EM, and keeps for each source token
+    its --per-source most probable target tokens (of probability at least
+    --minimum-probability), plus the --frequent most frequent target tokens, always
+    allowed. Writes CTranslate2's vmap format (SOURCE<TAB>TARGET TARGET ..., the tokens
+    always allowed on the line with an empty source). Set params.shortlist to it: each
+    batch is then decoded over the target tokens its sources allow (Marian's lexical
+    shortlist; a few minutes on a million pairs).
+    """
+    parser.add_argument("--config", required=True, metavar="RUN_YML", help="the run configuration")
+    parser.add_argument("--output", "-o", required=True, help="the shortlist file to write")
+    parser.add_argument(
+        "--per-source", type=positive_int, default=20,
+        help="target tokens kept per source token (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--frequent", type=int, default=100,
+        help="most frequent target tokens always allowed (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--minimum-probability", type=float, default=0.001,
+        help="drop translations less probable than this (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--iterations", type=positive_int, default=5,
+        help="EM iterations of IBM Model 1 (default: %(default)s)",
+    )
+
+    def run(args):
+        from kerasnmt.data.lexical_shortlist import LexicalShortlist, corpus_ids
+        from kerasnmt.training_run import TRAINING_KEYS, build_preprocessor
+
+        config = load_config(args.config, required=TRAINING_KEYS[1:])
+        preprocessor = build_preprocessor(config)
+        data = config["data"]
+        sources, targets = corpus_ids(
+            data["train_features_file"], data["train_labels_file"], preprocessor
+        )
+        shortlist = LexicalShortlist.estimate(
+            sources, targets, per_source=args.per_source, frequent=args.frequent,
+            minimum_probability=args.minimum_probability, iterations=args.iterations,
+        )
+        shortlist.save(args.output, preprocessor.source_vocabulary,
+                       preprocessor.target_vocabulary)
+        print(f"{len(sources)} sentence pairs: {len(shortlist.candidates)} source tokens, "
+              f"{sum(map(len, shortlist.candidates.values()))} translations, "
+              f"{len(shortlist.always)} target tokens always allowed; wrote {args.output}")
+
+    return run
+
+
 def _load_model_for_decoding(args):
     """The `Translator` (and configuration, or None) that --config/--checkpoint or
     --model name."""
@@ -415,11 +471,11 @@ def export(parser):
     translations, scores, log_probs[, alignments]). The decoding options are those of
     the configuration's params section (beam_width, length_penalty, coverage_penalty,
     sampling_topk, sampling_temperature, num_hypotheses, maximum_decoding_length,
-    minimum_decoding_length, replace_unknown_target, compact_batch), fixed in the
-    export. Sources are cut to --maximum-source-length tokens. The directory is written
-    under a temporary name and renamed, so an interrupted export leaves an existing one
-    intact. Load it with TensorFlow alone (plus `import tensorflow_text` for SentencePiece
-    models), or serve it with TF Serving.
+    minimum_decoding_length, replace_unknown_target, compact_batch, shortlist,
+    shortlist_width), fixed in the export. Sources are cut to --maximum-source-length
+    tokens. The directory is written under a temporary name and renamed, so an
+    interrupted export leaves an existing one intact. Load it with TensorFlow alone (plus
+    `import tensorflow_text` for SentencePiece models), or serve it with TF Serving.
     """
     parser.add_argument(
         "output", metavar="OUTPUT",
@@ -457,7 +513,7 @@ def export(parser):
             export_translator,
             next_version_path,
         )
-        from kerasnmt.training_run import export_options
+        from kerasnmt.training_run import build_shortlist, export_options
 
         _check_model_arguments(parser, args)
         translator, config = _load_model_for_decoding(args)
@@ -471,7 +527,9 @@ def export(parser):
             translator, path, sampler=_sampler(config, n_best, args.early_exit),
             with_alignments=args.with_alignments,
             replace_unknown_target=bool(config and config["params"]["replace_unknown_target"]),
-            jit_compile=not args.no_xla, **options,
+            jit_compile=not args.no_xla,
+            shortlist=build_shortlist(config, translator.preprocessor) if config else None,
+            **options,
         )
         print(f"Exported to {path}")
 
@@ -551,17 +609,20 @@ class _CheckpointTranslator:
     """Translates with `Translator.translate`."""
 
     def __init__(self, translator, config, n_best, batch_size, early_exit):
+        from kerasnmt.training_run import build_shortlist
+
         self.translator = translator
         self.sampler = _sampler(config, max(n_best, config["params"]["num_hypotheses"])
                                 if config else n_best, early_exit)
         self.n_best = n_best
         self.batch_size = batch_size
         self.replace_unknown_target = bool(config and config["params"]["replace_unknown_target"])
+        self.shortlist = build_shortlist(config, translator.preprocessor) if config else None
 
     def __call__(self, sentences):
         results = self.translator.translate(
             sentences, sampler=self.sampler, batch_size=self.batch_size, return_details=True,
-            replace_unknown_target=self.replace_unknown_target,
+            replace_unknown_target=self.replace_unknown_target, shortlist=self.shortlist,
         )
         return [n_best[: self.n_best] for n_best in results]
 

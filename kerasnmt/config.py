@@ -519,6 +519,21 @@ _SCHEMA = {
             "and each result is the one of the sentence decoded alone. OpenNMT-tf (`false`) "
             "decodes a finished sentence on with its batch.",
         ),
+        "shortlist": _Option(
+            None,
+            _Path(),
+            "Lexical shortlist (`kerasnmt build-shortlist`, CTranslate2's vmap format): "
+            "decode each batch over the target tokens its source tokens may translate to, "
+            "the probabilities normalized over them (Marian's lexical shortlist): faster, "
+            "translations may differ. `null`: the whole target vocabulary.",
+        ),
+        "shortlist_width": _Option(
+            2048,
+            _Integer(minimum=3),
+            "Target ids a batch is decoded over with `shortlist` (its shortlist padded to "
+            "this, one compiled decoding for all); a batch whose shortlist is longer is "
+            "decoded over the whole vocabulary.",
+        ),
     },
     "train": {
         "batch_size": _Option(

@@ -90,7 +90,7 @@ class _TranslateFunction:
 
     def __init__(self, translator, sampler, maximum_source_length, source_length_buckets,
                  batch_size_buckets, length_ratio, length_offset, replace_unknown_target,
-                 jit_compile):
+                 jit_compile, shortlist):
         self.translator = translator
         self.preprocessor = translator.preprocessor
         self.sampler = sampler
@@ -99,12 +99,18 @@ class _TranslateFunction:
         self.batch_size_buckets = batch_size_buckets
         self.replace_unknown_target = replace_unknown_target
         self.decode = tf.function(
-            lambda ids, length: translator.decode(
-                ids, length, sampler, length_ratio=length_ratio, length_offset=length_offset
+            lambda ids, length, shortlist_ids: translator.decode(
+                ids, length, sampler, length_ratio=length_ratio, length_offset=length_offset,
+                shortlist_ids=shortlist_ids,
             ),
             jit_compile=jit_compile,
             autograph=False,
         )
+        self.shortlist = shortlist
+        if shortlist is not None:
+            table, always = shortlist.table(translator.preprocessor.source_lookup.vocabulary_size)
+            self.shortlist_table = tf.constant(table)
+            self.shortlist_always = tf.constant(always)
 
     def hypotheses(self, source):
         """`[B]` strings -> the decode outputs (`[B, n, ...]`), the source lengths kept
@@ -154,7 +160,7 @@ class _TranslateFunction:
         chunked_ids = tf.reshape(tf.gather(ids, rows), [num_chunks, chunk, width])
         chunked_length = tf.reshape(tf.gather(length, rows), [num_chunks, chunk])
         outputs = tf.map_fn(
-            lambda inputs: self.decode(*inputs),
+            lambda inputs: self._decode_chunk(*inputs),
             (chunked_ids, chunked_length),
             fn_output_signature=self._output_signature(width),
             parallel_iterations=1,
@@ -165,6 +171,25 @@ class _TranslateFunction:
             return tf.reshape(tensor, shape)[:batch_size]
 
         return {key: unchunk(value) for key, value in outputs.items()}
+
+    def _decode_chunk(self, ids, length):
+        """Decodes a chunk, over its shortlist when there is one and it fits (as
+        `LexicalShortlist.padded_target_ids`), else over the whole vocabulary."""
+        if self.shortlist is None:
+            return self.decode(ids, length, None)
+        candidates = tf.gather(self.shortlist_table, tf.boolean_mask(ids, ids > 0))
+        candidates = tf.concat([self.shortlist_always, tf.reshape(candidates, [-1])], 0)
+        candidates = tf.boolean_mask(candidates, candidates >= 0)
+        allowed = tf.scatter_nd(candidates[:, tf.newaxis], tf.ones_like(candidates),
+                                [self.translator.target_vocabulary_size])
+        target_ids = tf.cast(tf.where(allowed > 0)[:, 0], tf.int32)  # increasing
+        width = self.shortlist.width
+        fits = tf.size(target_ids) <= width
+        padded = tf.pad(target_ids[:width], [[0, width - tf.minimum(tf.size(target_ids), width)]],
+                        constant_values=-1)
+        padded = tf.ensure_shape(padded, [width])
+        return tf.cond(fits, lambda: self.decode(ids, length, padded),
+                       lambda: self.decode(ids, length, None))
 
     def _output_signature(self, width):
         scores = tf.TensorSpec([None, None], tf.float32)
@@ -251,6 +276,7 @@ def export_translator(
     length_ratio=2.0,
     length_offset=10,
     jit_compile=True,
+    shortlist=None,
 ):
     """Writes `translator` as a SavedModel at `path`, atomically (see the module doc).
 
@@ -277,6 +303,9 @@ def export_translator(
         length_ratio: see `Translator.decode`.
         length_offset: see `Translator.decode`.
         jit_compile: compile the decoding with XLA.
+        shortlist: a `kerasnmt.data.LexicalShortlist` (kept in the SavedModel as
+            constants): each chunk of sentences is decoded over its shortlist, as
+            `Translator.translate(shortlist=...)` does a batch.
 
     Returns:
         `path`.
@@ -302,6 +331,7 @@ def export_translator(
     function = _TranslateFunction(
         translator, sampler, maximum_source_length, source_length_buckets,
         batch_size_buckets, length_ratio, length_offset, replace_unknown_target, jit_compile,
+        shortlist,
     )
     archive = keras.export.ExportArchive()
     # The preprocessor for its lookup tables and SentencePiece resources. Not the

@@ -27,6 +27,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.framework import summary_pb2
 
+from kerasnmt.data.lexical_shortlist import LexicalShortlist
 from kerasnmt.data.training_pipeline import training_dataset
 from kerasnmt.evaluation import read_lines, score_translations
 from kerasnmt.layers import (
@@ -121,6 +122,16 @@ def build_sampler(config, n_best=None):
         seed=config["train"]["seed"],
         compact_batch=params["compact_batch"],
     )
+
+
+def build_shortlist(config, preprocessor):
+    """The `LexicalShortlist` of `params.shortlist` for `preprocessor`'s vocabularies, or
+    None."""
+    params = config["params"]
+    if params["shortlist"] is None:
+        return None
+    return LexicalShortlist.load(params["shortlist"], preprocessor.source_vocabulary,
+                                 preprocessor.target_vocabulary, width=params["shortlist_width"])
 
 
 def accumulation_steps(config):

@@ -16,6 +16,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
 from kerasnmt.data import train_sentencepiece
+from kerasnmt.data.lexical_shortlist import LexicalShortlist
 from kerasnmt.export import (
     N_BEST_SIGNATURE,
     SERVING_SIGNATURE,
@@ -137,6 +138,30 @@ def test_a_compact_batch_export_equals_translate(tmp_path):
             [h["text"] for h in n_best] for n_best in expected]
         np.testing.assert_allclose(
             outputs["scores"], [[h["score"] for h in n] for n in expected], atol=1e-4)
+
+
+def test_a_shortlist_export_equals_translate(tmp_path):
+    """The SavedModel finds each chunk's shortlist in its graph: the translations and
+    scores of `translate` with the shortlist, for a batch whose shortlist fits its width
+    (7 ids) and one decoded over the whole vocabulary (9 ids, more than 8)."""
+    translator = tiny_translator(seed=3)
+    shortlist = LexicalShortlist({3: [7, 9], 4: [8], 5: [11], 6: [10]}, always=[6], width=8)
+    sampler = _sampler()
+    path = translator.export(tmp_path / "shortlist", sampler=sampler, maximum_source_length=8,
+                             batch_size_buckets=(4,), jit_compile=False, shortlist=shortlist)
+    model = _loaded(path)
+    for batch in (["a b", "b b a", "a"], ["a b c d", "d c"]):
+        expected = _details(translator, batch, jit_compile=False, shortlist=shortlist)
+        outputs = model.signatures[N_BEST_SIGNATURE](source=tf.constant(batch))
+        assert [_strings(row) for row in outputs["translations"]] == [
+            [h["text"] for h in n_best] for n_best in expected]
+        np.testing.assert_allclose(
+            outputs["scores"], [[h["score"] for h in n] for n in expected], atol=1e-4)
+    fitting = _strings(model.signatures[N_BEST_SIGNATURE](
+        source=tf.constant(["a b", "b b a", "a"]))["translations"])
+    assert set(" ".join(fitting).split()) <= {"D", "E", "F", "G", "<unk>"}
+    assert fitting != [h["text"] for n in _details(translator, ["a b", "b b a", "a"])
+                       for h in n]
 
 
 def test_each_weight_is_stored_once(whitespace_export):

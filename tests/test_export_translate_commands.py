@@ -10,6 +10,7 @@ import tensorflow as tf
 
 from kerasnmt import cli
 from kerasnmt.config import load_config
+from kerasnmt.data.lexical_shortlist import LexicalShortlist
 from kerasnmt.layers import BeamSampler
 from kerasnmt.training_run import TRAINING_KEYS, build_sampler, restore_translator, train
 from tests.run_fixtures import tiny_run, write_config, write_corpus
@@ -96,6 +97,33 @@ def test_translate_from_the_checkpoint_reads_stdin(trained_run, capsys, monkeypa
     lines = out.splitlines()
     assert [line.split(" ||| ")[1] for line in lines] == [
         h["text"] for n_best in details for h in n_best]
+
+
+def test_build_shortlist_and_translate_with_it(trained_run, capsys):
+    """The reversal task maps each source word to its capitalized self: with one
+    translation per source word and no frequent words, the shortlist is that mapping;
+    `params.shortlist` then restricts the checkpoint's translations to it."""
+    directory, config_path, translator, sources, _ = trained_run
+    path = directory / "shortlist.txt"
+    status, out, err = run_cli(capsys, "build-shortlist", "--config", config_path,
+                               "--output", path, "--per-source", "1", "--frequent", "0")
+    assert status == 0, err
+    assert "40 sentence pairs: 8 source tokens, 8 translations" in out
+    assert path.read_text(encoding="utf-8").splitlines() == ["\t<blank> <s> </s>"] + [
+        f"{word}\t{word.upper()}" for word in "abcdefgh"]
+
+    with_shortlist = write_config(directory, tiny_run(params={"shortlist": str(path)}),
+                                  name="shortlist.yml")
+    status, out, err = run_cli(capsys, "translate", "--config", with_shortlist,
+                               "--input", directory / "val.src")
+    assert status == 0, err
+    shortlist = LexicalShortlist.load(path, translator.preprocessor.source_vocabulary,
+                                      translator.preprocessor.target_vocabulary)
+    expected = translator.translate(sources, sampler=build_sampler(load_config(with_shortlist)),
+                                    shortlist=shortlist)
+    assert out.splitlines() == expected
+    # One batch: its shortlist is the capitalized words of all its sources.
+    assert set(" ".join(expected).split()) <= set(" ".join(sources).upper().split())
 
 
 def test_export_and_translate_a_keras_file(trained_run, capsys):

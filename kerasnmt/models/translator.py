@@ -53,6 +53,18 @@ def _sharing_level(share_embeddings):
     )
 
 
+def _shortlist_projection(kernel, bias, shortlist_ids, vocabulary_multiple):
+    """The output layer's `(kernel [D, W'], bias [W'])` for the shortlist `shortlist_ids`
+    (`[W]`, -1 padded; `W` rounded up to a multiple of `vocabulary_multiple` with -1)."""
+    shortlist_ids = tf.cast(shortlist_ids, tf.int32)
+    padding = -shortlist_ids.shape[0] % vocabulary_multiple
+    shortlist_ids = tf.pad(shortlist_ids, [[0, padding]], constant_values=-1)
+    kernel = tf.gather(kernel, tf.maximum(shortlist_ids, 0), axis=1)
+    bias = tf.where(shortlist_ids < 0, _EXCLUDED_LOGIT,
+                    tf.gather(bias, tf.maximum(shortlist_ids, 0)))
+    return kernel, bias
+
+
 def _is_string_spec(spec):
     return isinstance(spec, tf.TensorSpec) and spec.dtype == tf.string
 
@@ -380,7 +392,7 @@ class Translator(keras.Model):
 
     def _beam_history_step_function(
         self, encoder_outputs, source_padding_mask, length_limits, beam_size, max_length,
-        vocabulary_multiple,
+        vocabulary_multiple, shortlist_ids=None,
     ):
         """`decoding_step_function` for `BeamSampler(unordered_state=...)`: nothing of the
         decoder's state is tiled per hypothesis or moved when hypotheses change places.
@@ -396,10 +408,15 @@ class Translator(keras.Model):
         together), the source padding mask and the length limits (from a step equal to its
         limit, a row can only emit `</s>`).
 
+        With `shortlist_ids` (a shortlist, see `decode`), the logits are those of these ids
+        only, in their order.
+
         Returns:
             `(step_fn, initial_state, unordered_state)`.
         """
         kernel, bias = self._output_projection(vocabulary_multiple)
+        if shortlist_ids is not None:
+            kernel, bias = _shortlist_projection(kernel, bias, shortlist_ids, vocabulary_multiple)
         caches = self.decoder.initial_cache(encoder_outputs, max_length, beam_size=beam_size)
         end_only = tf.one_hot(END_OF_SENTENCE_ID, kernel.shape[-1], on_value=0.0,
                               off_value=_EXCLUDED_LOGIT)
@@ -416,6 +433,8 @@ class Translator(keras.Model):
         history = tf.zeros([tf.shape(encoder_outputs)[0], max_length], tf.int32)
 
         def step_fn(ids, step, state):
+            if shortlist_ids is not None:  # the sampler's ids are positions in the shortlist
+                ids = tf.gather(tf.maximum(shortlist_ids, 0), ids)
             history, unordered = state
             history = tf.reshape(history, [-1, beam_size, max_length])
             cache = [
@@ -436,7 +455,8 @@ class Translator(keras.Model):
 
         return step_fn, history, unordered_state
 
-    def decode(self, source_ids, source_length, sampler, length_ratio=2.0, length_offset=10):
+    def decode(self, source_ids, source_length, sampler, length_ratio=2.0, length_offset=10,
+               shortlist_ids=None):
         """Translates source ids into target ids with a `BeamSampler` (numbers only, no text).
 
         The encoder runs once; its outputs are projected once per layer (not tiled per
@@ -464,12 +484,20 @@ class Translator(keras.Model):
         one decoding loop per width bucket and runs the one for the actual width. The limit
         is per sentence, so padding the source wider never changes a translation.
 
+        Shortlist: with `shortlist_ids`, the batch is decoded over these target ids only (the
+        probabilities normalized over them), as with Marian's lexical shortlists and
+        CTranslate2's vocabulary maps (`kerasnmt.data.LexicalShortlist` gives them for a
+        batch): the output layer and the softmax shrink from the whole vocabulary to them.
+
         Args:
             source_ids: int `[B, S]` source ids, padded with 0.
             source_length: int `[B]` source lengths.
             sampler: a `kerasnmt.layers.BeamSampler`.
             length_ratio: `a` of the per-sentence limit `floor(a * n) + b`.
             length_offset: `b` of that limit.
+            shortlist_ids: int32 `[W]` (static `W`): the target ids to decode over, increasing,
+                starting with 0, 1, 2 (so `</s>` keeps its id), padded at the end with -1
+                (never emitted); `None`: the whole vocabulary.
 
         Returns:
             The sampler's dict: `"ids"` int32 `[B, n_best, T]` (tokens, `</s>` excluded,
@@ -482,7 +510,8 @@ class Translator(keras.Model):
         limits = decoding_length_limit(source_length, sampler, length_ratio, length_offset)
         if source_ids.shape[1] is not None:
             steps = decoding_steps(source_ids.shape[1], sampler, length_ratio, length_offset)
-            return self._decode_steps(source_ids, source_length, sampler, limits, steps)
+            return self._decode_steps(source_ids, source_length, sampler, limits, steps,
+                                      shortlist_ids)
         # A width unknown when tracing (e.g. a SavedModel signature): one branch per source
         # width bucket, each with its own static number of steps, and max_length beyond.
         widths = []
@@ -494,18 +523,19 @@ class Translator(keras.Model):
         branches = [
             functools.partial(
                 self._decode_steps, source_ids, source_length, sampler, limits,
-                decoding_steps(width, sampler, length_ratio, length_offset),
+                decoding_steps(width, sampler, length_ratio, length_offset), shortlist_ids,
             )
             for width in widths
         ]
         branches.append(functools.partial(
-            self._decode_steps, source_ids, source_length, sampler, limits, sampler.max_length
+            self._decode_steps, source_ids, source_length, sampler, limits, sampler.max_length,
+            shortlist_ids,
         ))
         branch = tf.reduce_sum(tf.cast(tf.shape(source_ids)[1] > tf.constant(widths, tf.int32),
                                        tf.int32))
         return tf.switch_case(branch, branches)
 
-    def _decode_steps(self, source_ids, source_length, sampler, limits, steps):
+    def _decode_steps(self, source_ids, source_length, sampler, limits, steps, shortlist_ids):
         """`decode` with caches and buffers of `steps` decoding steps."""
         if steps != sampler.max_length:
             config = dict(sampler.get_config(), max_length=steps)
@@ -513,9 +543,10 @@ class Translator(keras.Model):
             sampler = BeamSampler.from_config(config)
         encoder_outputs, padding_mask = self.encode(source_ids, source_length, training=False)
         step_fn, initial_state, unordered_state = self._beam_history_step_function(
-            encoder_outputs, padding_mask, limits, sampler.beam_size, steps, _LOGITS_CHUNK
+            encoder_outputs, padding_mask, limits, sampler.beam_size, steps, _LOGITS_CHUNK,
+            shortlist_ids,
         )
-        return sampler(
+        outputs = sampler(
             step_fn,
             start_ids=tf.fill([tf.shape(source_ids)[0]], START_OF_SENTENCE_ID),
             end_id=END_OF_SENTENCE_ID,
@@ -523,6 +554,9 @@ class Translator(keras.Model):
             attention_size=source_ids.shape[1] or tf.shape(source_ids)[1],
             unordered_state=unordered_state,
         )
+        if shortlist_ids is not None:  # shortlist positions -> target ids (0 pads stay 0)
+            outputs["ids"] = tf.gather(tf.maximum(shortlist_ids, 0), outputs["ids"])
+        return outputs
 
     def translate(
         self,
@@ -532,6 +566,7 @@ class Translator(keras.Model):
         return_details=False,
         replace_unknown_target=False,
         jit_compile=True,
+        shortlist=None,
     ):
         """Translates sentences (raw text in, detokenized text out, in input order).
 
@@ -553,6 +588,10 @@ class Translator(keras.Model):
                 decoder layer).
             jit_compile: XLA-compile the decoding (one compilation per batch shape; faster
                 decoding steps).
+            shortlist: a `kerasnmt.data.LexicalShortlist`: decode each batch over the target
+                tokens its sources' shortlists allow (faster; see `decode`), padded to
+                `shortlist.width` ids; a batch that needs more is decoded over the whole
+                vocabulary.
 
         Returns:
             A list of strings, one per sentence; with `return_details`, one list per
@@ -580,7 +619,9 @@ class Translator(keras.Model):
                     features["ids"].numpy(), length, batch_size,
                     bucket_source_width(length.max() if len(length) else 0),
                 )
-                outputs = decode(tf.constant(ids), tf.constant(padded_length))
+                shortlist_ids = None if shortlist is None else shortlist.padded_target_ids(ids)
+                outputs = decode(tf.constant(ids), tf.constant(padded_length),
+                                 None if shortlist_ids is None else tf.constant(shortlist_ids))
                 tokens = features["tokens"].numpy() if replace_unknown_target else None
                 results = hypotheses(
                     outputs, len(length), target_vocabulary, unknown_id, tokens, length
@@ -612,7 +653,9 @@ class Translator(keras.Model):
             # No autograph: decode has no Python control flow on tensors, and converting
             # the layers' code would double the tracing time of each new batch shape.
             functions[key] = tf.function(
-                lambda ids, length: self.decode(ids, length, sampler),
+                lambda ids, length, shortlist_ids: self.decode(
+                    ids, length, sampler, shortlist_ids=shortlist_ids
+                ),
                 jit_compile=jit_compile,
                 autograph=False,
             )

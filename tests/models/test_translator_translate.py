@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from kerasnmt.data.lexical_shortlist import LexicalShortlist
 from kerasnmt.data.vocabulary import END_OF_SENTENCE_ID, START_OF_SENTENCE_ID
 from kerasnmt.layers import BeamSampler
 from kerasnmt.models.translation import bucket_source_width, hypotheses
@@ -210,6 +211,46 @@ def test_replace_unknown_target_takes_the_most_attended_source_token():
             assert after["tokens"] == expected and after["text"] == " ".join(expected)
             unknowns += before["tokens"].count("<unk>")
     assert unknowns > 0
+
+
+def _forbid_outside(translator, allowed):
+    """Sets the output bias of every target id not in `allowed` to -1e9."""
+    layer = translator.output_layer
+    bias = translator.output_bias if layer is None else layer.bias
+    forbidden = ~np.isin(np.arange(translator.target_vocabulary_size), allowed)
+    bias.assign(np.where(forbidden, -1e9, bias.numpy()))
+
+
+def test_a_shortlist_decodes_as_a_model_that_forbids_the_other_target_tokens():
+    """A batch's shortlist normalizes the probabilities over its tokens: the same search,
+    scores and alignments as the model whose output bias is -1e9 outside them (a softmax
+    weight of exp(-1e9) = 0); a batch whose shortlist is wider than `width` is decoded
+    over the whole vocabulary."""
+    translator = tiny_translator(seed=5)
+    sentences = ["a b c", "c b a d", "b b"]
+    sampler = BeamSampler(beam_size=3, n_best=2, length_penalty=0.6)
+    # Source a b c d are ids 3-6; target A-H are 3-10 and <unk> 11. The decoding runs over
+    # positions in [0, 1, 2, 6, 7, 8, 9, 10, 11]: from 3 on, position and id differ.
+    shortlist = LexicalShortlist({3: [7, 9], 4: [8], 5: [11], 6: [10]}, always=[6], width=16)
+    allowed = shortlist.target_ids([[3, 4, 5, 6]])
+    arguments = dict(sampler=sampler, return_details=True, jit_compile=False)
+    plain = translator.translate(sentences, **arguments)
+    restricted = translator.translate(sentences, shortlist=shortlist, **arguments)
+    assert set(np.concatenate([h["tokens"] for n in plain for h in n])) - {
+        translator.preprocessor.target_vocabulary[i] for i in allowed if i < 11} - {"<unk>"}
+    too_narrow = LexicalShortlist(shortlist.candidates, [6], width=8)  # 9 ids allowed
+    _assert_same_n_best(translator.translate(sentences, shortlist=too_narrow, **arguments), plain)
+
+    _forbid_outside(translator, allowed)
+    _assert_same_n_best(restricted, translator.translate(sentences, **arguments))
+
+
+def _assert_same_n_best(results, expected_results):
+    for n_best, expected_n_best in zip(results, expected_results, strict=True):
+        assert [h["tokens"] for h in n_best] == [h["tokens"] for h in expected_n_best]
+        for hypothesis, expected in zip(n_best, expected_n_best):
+            for key in ("score", "log_prob", "alignment"):
+                np.testing.assert_allclose(hypothesis[key], expected[key], atol=1e-5)
 
 
 def test_hypotheses_replace_unknown_tokens_from_real_source_positions_only():
