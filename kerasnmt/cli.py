@@ -350,7 +350,8 @@ def build_shortlist(parser):
     allowed. Writes CTranslate2's vmap format (SOURCE<TAB>TARGET TARGET ..., the tokens
     always allowed on the line with an empty source). Set params.shortlist to it: each
     batch is then decoded over the target tokens its sources allow (Marian's lexical
-    shortlist; a few minutes on a million pairs).
+    shortlist). The tokenized corpus is held in memory: Multi30k's 29,000 pairs take 13 s
+    and 1.5 GB.
     """
     parser.add_argument("--config", required=True, metavar="RUN_YML", help="the run configuration")
     parser.add_argument("--output", "-o", required=True, help="the shortlist file to write")
@@ -431,7 +432,8 @@ def _add_early_exit_argument(parser):
         help="stop a batch's beam search once the n-best hypotheses of every sentence have "
         "finished (BeamSampler(early_exit=True): often about twice as fast; the same "
         "results without length or coverage penalty, possibly slightly different with "
-        "them) instead of when every hypothesis has, as OpenNMT-tf does",
+        "them) instead of when every hypothesis has, as OpenNMT-tf does; as "
+        "params.early_exit: true",
     )
 
 
@@ -471,8 +473,8 @@ def export(parser):
     translations, scores, log_probs[, alignments]). The decoding options are those of
     the configuration's params section (beam_width, length_penalty, coverage_penalty,
     sampling_topk, sampling_temperature, num_hypotheses, maximum_decoding_length,
-    minimum_decoding_length, replace_unknown_target, compact_batch, shortlist,
-    shortlist_width), fixed in the export. Sources are cut to --maximum-source-length
+    minimum_decoding_length, replace_unknown_target, compact_batch, early_exit,
+    shortlist, shortlist_width), fixed in the export. Sources are cut to --maximum-source-length
     tokens. The directory is written under a temporary name and renamed, so an
     interrupted export leaves an existing one intact. Load it with TensorFlow alone (plus
     `import tensorflow_text` for SentencePiece models), or serve it with TF Serving.

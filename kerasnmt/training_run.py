@@ -121,6 +121,7 @@ def build_sampler(config, n_best=None):
         min_length=params["minimum_decoding_length"],
         seed=config["train"]["seed"],
         compact_batch=params["compact_batch"],
+        early_exit=params["early_exit"],
     )
 
 

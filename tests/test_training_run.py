@@ -180,3 +180,17 @@ def test_evaluates_every_eval_steps_and_exports_the_best(run_dir, capsys):
     assert os.path.exists(model_dir / "export" / "4" / "saved_model.pb")
     scalars = _scalars(model_dir / "logs" / "eval")
     assert sorted(scalars["bleu"]) == [2, 4]
+
+
+def test_the_sampler_takes_the_decoding_options_of_params(run_dir):
+    params = {"beam_width": 3, "length_penalty": 0.6, "coverage_penalty": 0.2,
+              "num_hypotheses": 2, "maximum_decoding_length": 30,
+              "minimum_decoding_length": 1, "compact_batch": True, "early_exit": True}
+    sampler = build_sampler(load_config(write_config(run_dir, tiny_run(params=params))))
+    config = sampler.get_config()
+    assert {key: config[key] for key in ("beam_size", "length_penalty", "coverage_penalty",
+                                         "n_best", "max_length", "min_length",
+                                         "compact_batch", "early_exit", "seed")} == {
+        "beam_size": 3, "length_penalty": 0.6, "coverage_penalty": 0.2, "n_best": 2,
+        "max_length": 30, "min_length": 1, "compact_batch": True, "early_exit": True,
+        "seed": 1}
