@@ -107,10 +107,6 @@ class _TranslateFunction:
             autograph=False,
         )
         self.shortlist = shortlist
-        if shortlist is not None:
-            table, always = shortlist.table(translator.preprocessor.source_lookup.vocabulary_size)
-            self.shortlist_table = tf.constant(table)
-            self.shortlist_always = tf.constant(always)
 
     def hypotheses(self, source):
         """`[B]` strings -> the decode outputs (`[B, n, ...]`), the source lengths kept
@@ -173,22 +169,12 @@ class _TranslateFunction:
         return {key: unchunk(value) for key, value in outputs.items()}
 
     def _decode_chunk(self, ids, length):
-        """Decodes a chunk, over its shortlist when there is one and it fits (as
-        `LexicalShortlist.padded_target_ids`), else over the whole vocabulary."""
+        """Decodes a chunk, over its shortlist when there is one and it fits, else over the
+        whole vocabulary (as `Translator.translate` a batch)."""
         if self.shortlist is None:
             return self.decode(ids, length, None)
-        candidates = tf.gather(self.shortlist_table, tf.boolean_mask(ids, ids > 0))
-        candidates = tf.concat([self.shortlist_always, tf.reshape(candidates, [-1])], 0)
-        candidates = tf.boolean_mask(candidates, candidates >= 0)
-        allowed = tf.scatter_nd(candidates[:, tf.newaxis], tf.ones_like(candidates),
-                                [self.translator.target_vocabulary_size])
-        target_ids = tf.cast(tf.where(allowed > 0)[:, 0], tf.int32)  # increasing
-        width = self.shortlist.width
-        fits = tf.size(target_ids) <= width
-        padded = tf.pad(target_ids[:width], [[0, width - tf.minimum(tf.size(target_ids), width)]],
-                        constant_values=-1)
-        padded = tf.ensure_shape(padded, [width])
-        return tf.cond(fits, lambda: self.decode(ids, length, padded),
+        shortlist_ids, fits = self.shortlist.padded_target_ids(ids)
+        return tf.cond(fits, lambda: self.decode(ids, length, shortlist_ids),
                        lambda: self.decode(ids, length, None))
 
     def _output_signature(self, width):

@@ -90,10 +90,11 @@ class LexicalShortlist:
 
     Examples:
         >>> shortlist = LexicalShortlist({3: [4, 7], 5: [9]}, always=[3], width=8)
-        >>> shortlist.target_ids([[3, 5, 0], [5, 0, 0]]).tolist()
+        >>> shortlist.target_ids([[3, 5, 0], [5, 0, 0]]).numpy().tolist()
         [0, 1, 2, 3, 4, 7, 9]
-        >>> shortlist.padded_target_ids([[3, 5, 0], [5, 0, 0]]).tolist()
-        [0, 1, 2, 3, 4, 7, 9, -1]
+        >>> ids, fits = shortlist.padded_target_ids([[3, 5, 0], [5, 0, 0]])
+        >>> ids.numpy().tolist(), bool(fits)
+        ([0, 1, 2, 3, 4, 7, 9, -1], True)
     """
 
     def __init__(self, candidates, always=(), width=DEFAULT_WIDTH):
@@ -103,33 +104,37 @@ class LexicalShortlist:
             raise ValueError(f"LexicalShortlist: width must be an integer of at least "
                              f"{len(_ALWAYS_IDS)}, got {width!r}")
         self.width = width
+        # The candidates as a table [rows, C] padded with -1; its last row is empty, for
+        # padding and for source ids without candidates beyond the others.
+        rows = max(self.candidates, default=0) + 2
+        table = np.full([rows, max(map(len, self.candidates.values()), default=1)], -1, np.int32)
+        for source_id, ids in self.candidates.items():
+            table[source_id, : len(ids)] = ids
+        table[PADDING_ID] = -1
+        self._table = tf.constant(table)
+        self._always = tf.constant(self.always, tf.int32)
 
     def target_ids(self, source_ids):
-        """The sorted target ids allowed for a batch of source ids (padding 0 ignored);
-        `</s>` keeps its place (ids 0, 1, 2 come first)."""
-        ids = set(self.always)
-        for source_id in np.unique(np.asarray(source_ids)):
-            if source_id != PADDING_ID:
-                ids.update(self.candidates.get(int(source_id), ()))
-        return np.array(sorted(ids), np.int32)
+        """The increasing target ids allowed for a batch of source ids (padding 0
+        ignored); `</s>` keeps its place (ids 0, 1, 2 come first). A tensor: runs eagerly
+        (`Translator.translate`) and in a graph (the SavedModel, for each chunk)."""
+        source_ids = tf.cast(source_ids, tf.int32)
+        empty_row = tf.shape(self._table)[0] - 1
+        source_ids = tf.where((source_ids >= 0) & (source_ids < empty_row), source_ids,
+                              empty_row)
+        candidates = tf.reshape(tf.gather(self._table, source_ids), [-1])
+        candidates = tf.concat([self._always, tf.boolean_mask(candidates, candidates >= 0)], 0)
+        return tf.sort(tf.unique(candidates).y)
 
     def padded_target_ids(self, source_ids):
-        """`target_ids` padded with -1 to `width` ids (`Translator.decode`'s
-        `shortlist_ids`), or `None` when there are more than `width`."""
+        """`(ids [width], fits)`: `target_ids` padded with -1 to `width` ids
+        (`Translator.decode`'s `shortlist_ids`), and whether they fit (when they do not,
+        the batch is to be decoded over the whole vocabulary)."""
         ids = self.target_ids(source_ids)
-        if len(ids) > self.width:
-            return None
-        return np.pad(ids, [0, self.width - len(ids)], constant_values=-1)
-
-    def table(self, source_vocabulary_size):
-        """`(candidates [V_source, C], always [A])` int32 arrays, rows padded with -1, for
-        computing a batch's shortlist in a graph (as `target_ids`)."""
-        width = max([len(ids) for ids in self.candidates.values()] + [1])
-        table = np.full([source_vocabulary_size, width], -1, np.int32)
-        for source_id, ids in self.candidates.items():
-            if source_id < source_vocabulary_size:
-                table[source_id, : len(ids)] = ids
-        return table, np.array(self.always, np.int32)
+        count = tf.size(ids)
+        padded = tf.pad(ids[: self.width], [[0, self.width - tf.minimum(count, self.width)]],
+                        constant_values=-1)
+        return tf.ensure_shape(padded, [self.width]), count <= self.width
 
     @classmethod
     def estimate(cls, source_sentences, target_sentences, per_source=20, frequent=100,

@@ -619,9 +619,11 @@ class Translator(keras.Model):
                     features["ids"].numpy(), length, batch_size,
                     bucket_source_width(length.max() if len(length) else 0),
                 )
-                shortlist_ids = None if shortlist is None else shortlist.padded_target_ids(ids)
-                outputs = decode(tf.constant(ids), tf.constant(padded_length),
-                                 None if shortlist_ids is None else tf.constant(shortlist_ids))
+                shortlist_ids = None
+                if shortlist is not None:
+                    padded_ids, fits = shortlist.padded_target_ids(ids)
+                    shortlist_ids = padded_ids if fits else None
+                outputs = decode(tf.constant(ids), tf.constant(padded_length), shortlist_ids)
                 tokens = features["tokens"].numpy() if replace_unknown_target else None
                 results = hypotheses(
                     outputs, len(length), target_vocabulary, unknown_id, tokens, length

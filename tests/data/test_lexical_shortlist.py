@@ -68,12 +68,13 @@ def test_estimate_keeps_the_most_probable_translations_and_frequent_tokens():
 
 def test_a_batch_gets_the_union_of_its_source_tokens_shortlists():
     shortlist = LexicalShortlist({3: [10, 4], 5: [9], 0: [11]}, always=[6], width=8)
-    assert shortlist.target_ids([[3, 3, 0], [7, 0, 0]]).tolist() == [0, 1, 2, 4, 6, 10]
-    assert shortlist.padded_target_ids([[5, 3]]).tolist() == [0, 1, 2, 4, 6, 9, 10, -1]
-    assert LexicalShortlist(shortlist.candidates, [6], width=6).padded_target_ids([[5, 3]]) is None
-    table, always = shortlist.table(source_vocabulary_size=6)
-    assert table.tolist() == [[11, -1], [-1, -1], [-1, -1], [4, 10], [-1, -1], [9, -1]]
-    assert always.tolist() == [0, 1, 2, 6]
+    assert shortlist.target_ids([[3, 3, 0], [7, 0, 0]]).numpy().tolist() == [0, 1, 2, 4, 6, 10]
+    ids, fits = shortlist.padded_target_ids([[5, 3]])
+    assert ids.numpy().tolist() == [0, 1, 2, 4, 6, 9, 10, -1] and fits
+    ids, fits = LexicalShortlist(shortlist.candidates, [6], width=6).padded_target_ids([[5, 3]])
+    assert ids.numpy().tolist() == [0, 1, 2, 4, 6, 9] and not fits  # 7 ids: more than 6
+    # Source ids beyond those with candidates (8, 99) add nothing; nor do padding ids.
+    assert shortlist.target_ids([[8, 99, 0]]).numpy().tolist() == [0, 1, 2, 6]
     with pytest.raises(ValueError, match="width must be an integer of at least 3"):
         LexicalShortlist({}, width=2)
 

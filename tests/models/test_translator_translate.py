@@ -232,7 +232,7 @@ def test_a_shortlist_decodes_as_a_model_that_forbids_the_other_target_tokens():
     # Source a b c d are ids 3-6; target A-H are 3-10 and <unk> 11. The decoding runs over
     # positions in [0, 1, 2, 6, 7, 8, 9, 10, 11]: from 3 on, position and id differ.
     shortlist = LexicalShortlist({3: [7, 9], 4: [8], 5: [11], 6: [10]}, always=[6], width=16)
-    allowed = shortlist.target_ids([[3, 4, 5, 6]])
+    allowed = shortlist.target_ids([[3, 4, 5, 6]]).numpy()
     arguments = dict(sampler=sampler, return_details=True, jit_compile=False)
     plain = translator.translate(sentences, **arguments)
     restricted = translator.translate(sentences, shortlist=shortlist, **arguments)
