@@ -18,7 +18,8 @@ from tests.run_fixtures import tiny_run, write_config, write_corpus
 
 @pytest.fixture(scope="module")
 def trained_run(tmp_path_factory):
-    """A run trained for 3 steps; its configuration asks for 2 hypotheses of a beam of 2."""
+    """A run trained for 3 steps; its configuration asks for 2 hypotheses of a beam of 2.
+    The reference translations decode without XLA: the commands below decode with it."""
     directory = write_corpus(tmp_path_factory.mktemp("run"))
     config_path = write_config(directory, tiny_run(
         params={"num_hypotheses": 2},
@@ -28,7 +29,8 @@ def trained_run(tmp_path_factory):
     translator, _ = restore_translator(load_config(config_path))
     sources = (directory / "val.src").read_text(encoding="utf-8").splitlines()
     details = translator.translate(
-        sources, sampler=build_sampler(load_config(config_path)), return_details=True
+        sources, sampler=build_sampler(load_config(config_path)), return_details=True,
+        jit_compile=False,
     )
     return directory, config_path, translator, sources, details
 
@@ -42,7 +44,10 @@ def run_cli(capsys, *argv):
 def test_export_from_the_run_and_translate_through_the_saved_model(trained_run, capsys):
     directory, config_path, _, sources, details = trained_run
     base = directory / "saved_models" / "tiny"
-    status, out, err = run_cli(capsys, "export", base, "--config", config_path, "--next-version")
+    # Without XLA (each load would compile it again): test_export_and_translate_a_keras_file
+    # exports with it.
+    status, out, err = run_cli(capsys, "export", base, "--config", config_path, "--next-version",
+                               "--no-xla")
     assert status == 0, err
     assert f"Exported to {base / '1'}" in out
     assert "Restored" in err and "ckpt-3" in err
@@ -74,7 +79,7 @@ def test_export_from_the_run_and_translate_through_the_saved_model(trained_run, 
 
     # A second export is version 2.
     status, out, err = run_cli(capsys, "export", base, "--config", config_path,
-                               "--next-version", "--n-best", "1")
+                               "--next-version", "--n-best", "1", "--no-xla")
     assert status == 0, err
     assert sorted(os.listdir(base)) == ["1", "2"]
     status, out, err = run_cli(capsys, "translate", "--saved-model", base / "2",
@@ -120,7 +125,7 @@ def test_build_shortlist_and_translate_with_it(trained_run, capsys):
     shortlist = LexicalShortlist.load(path, translator.preprocessor.source_vocabulary,
                                       translator.preprocessor.target_vocabulary)
     expected = translator.translate(sources, sampler=build_sampler(load_config(with_shortlist)),
-                                    shortlist=shortlist)
+                                    shortlist=shortlist, jit_compile=False)
     assert out.splitlines() == expected
     # One batch: its shortlist is the capitalized words of all its sources.
     assert set(" ".join(expected).split()) <= set(" ".join(sources).upper().split())
@@ -134,7 +139,8 @@ def test_export_and_translate_a_keras_file(trained_run, capsys):
                                "--maximum-source-length", "8", "--early-exit")
     assert status == 0, err
     # BeamSampler() defaults (beam 4, no penalty), with early exit (the same results).
-    greedy_free = translator.translate(sources, sampler=BeamSampler(early_exit=True))
+    greedy_free = translator.translate(sources, sampler=BeamSampler(early_exit=True),
+                                       jit_compile=False)
     serving = tf.saved_model.load(str(directory / "from_keras")).signatures["serving_default"]
     texts = [t.decode() for t in serving(source=tf.constant(sources))["translation"].numpy()]
     assert texts == greedy_free
@@ -194,7 +200,7 @@ def test_alignments_from_the_checkpoint_and_the_saved_model(trained_run, capsys)
 
     path = directory / "with_alignments"
     status, out, err = run_cli(capsys, "export", path, "--config", config_path,
-                               "--with-alignments")
+                               "--with-alignments", "--no-xla")
     assert status == 0, err
     status, out, err = run_cli(capsys, "translate", "--saved-model", path,
                                "--input", directory / "val.src", "--with-alignments", "soft")
