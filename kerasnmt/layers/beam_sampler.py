@@ -228,7 +228,7 @@ class BeamSampler(keras.layers.Layer):
         self.built = True
 
     def call(self, step_fn, start_ids, end_id, initial_state=None, attention_size=None,
-             unordered_state=None):
+             unordered_state=None, num_slots=None, num_examples=None):
         start_ids = tf.convert_to_tensor(start_ids)
         if start_ids.shape.rank != 1 or not start_ids.dtype.is_integer:
             raise ValueError(
@@ -244,6 +244,11 @@ class BeamSampler(keras.layers.Layer):
                 "attention vectors step_fn returns)"
             )
         start_ids = tf.cast(start_ids, tf.int32)
+        if num_slots is not None:
+            return self._search_in_slots(
+                step_fn, start_ids, end_id, initial_state, attention_size, unordered_state,
+                _check_int("num_slots", num_slots, minimum=1), num_examples,
+            )
         batch_size = tf.shape(start_ids)[0]
         num_rows = batch_size * self.beam_size
         static_rows = None if start_ids.shape[0] is None else start_ids.shape[0] * self.beam_size
@@ -305,6 +310,159 @@ class BeamSampler(keras.layers.Layer):
         attention = loop["attention"].stack() if returns_attention == [True] else None
         return self._finalize(loop["step_ids"].stack(), loop["parent_ids"].stack(), loop["step"],
                               loop["scores"], loop["log_probs"], attention, end_id, batch_size)
+
+    def _search_in_slots(self, step_fn, start_ids, end_id, initial_state, attention_size,
+                         unordered_state, num_slots, num_examples):
+        """The search with `num_slots`: the examples stream through a fixed batch of slots.
+
+        A slot decodes one example at a time; when it is done (as with `compact_batch`),
+        its results stay in the output tables at the example's place and the slot takes
+        the next example (its hypotheses, step and `initial_state` rows reset). The loop
+        ends when every example is done.
+        """
+        beam_size, max_length = self.beam_size, self.max_length
+        total = start_ids.shape[0] if start_ids.shape[0] is not None else tf.shape(start_ids)[0]
+        num_examples = total if num_examples is None else tf.minimum(
+            tf.cast(num_examples, tf.int32), total
+        )
+        num_rows = num_slots * beam_size
+        first_log_probs = tf.tile([0.0] + [float("-inf")] * (beam_size - 1), [num_slots])
+        # Table rows: example e's hypotheses at e * beam_size + k; an idle slot writes to
+        # the rows of a spare example `total`, dropped at the end.
+        table_rows = (total + 1) * beam_size
+
+        def tiled_examples(tensor, examples):
+            return tf.repeat(tf.gather(tensor, examples), beam_size, axis=0)
+
+        def per_row(mask, tensor):  # a [rows] mask broadcast over a tensor's dimensions
+            return tf.reshape(mask, [-1] + [1] * (tensor.shape.rank - 1))
+
+        examples = tf.minimum(tf.range(num_slots), total - 1)
+        active = tf.range(num_slots) < num_examples
+        loop = {
+            "iteration": tf.constant(0, tf.int32),
+            "steps": tf.zeros([num_slots], tf.int32),
+            "examples": examples,
+            "active": active,
+            "next_example": tf.constant(num_slots, tf.int32),
+            "ids": tiled_examples(start_ids, examples),
+            "finished": tf.repeat(tf.logical_not(active), beam_size),
+            "log_probs": first_log_probs,
+            "scores": first_log_probs,
+            "lengths": tf.zeros([num_rows], tf.int32),
+            "step_ids": tf.fill([table_rows, max_length], end_id),
+            "parent_ids": tf.tile(tf.range(beam_size)[tf.newaxis, :, tf.newaxis],
+                                  [total + 1, 1, max_length]),
+            "final_scores": tf.zeros([table_rows]),
+            "final_log_probs": tf.zeros([table_rows]),
+        }
+        loop["parent_ids"] = tf.reshape(loop["parent_ids"], [table_rows, max_length])
+        if initial_state is not None:
+            initial_state = tf.nest.map_structure(tf.convert_to_tensor, initial_state)
+            loop["state"] = tf.nest.map_structure(
+                lambda tensor: tiled_examples(tensor, examples), initial_state
+            )
+        if self.coverage_penalty != 0:
+            loop["accumulated_attention"] = tf.zeros([num_rows, attention_size])
+        if unordered_state is not None:
+            loop["unordered_state"] = tf.nest.map_structure(tf.convert_to_tensor, unordered_state)
+        if attention_size is not None:
+            loop["attention"] = tf.zeros([table_rows, max_length, attention_size])
+        seed = self._base_seed() if self.top_k != 1 else None
+        returns_attention = []  # filled when the first step runs (eager) or is traced
+
+        def body(loop):
+            state = loop.get("state")
+            if "unordered_state" in loop:
+                state = ({} if state is None else state, loop["unordered_state"])
+            outputs = step_fn(loop["ids"], loop["steps"], state, loop["examples"])
+            logits, attention, new_state = self._check_step_outputs(
+                outputs, state, num_rows, attention_size
+            )
+            returns_attention[:] = [attention is not None]
+            if "unordered_state" in loop:
+                new_state, new_unordered_state = new_state
+            row_steps = tf.repeat(loop["steps"], beam_size)
+            hypotheses, word_ids, beam_ids, attention = self._advance(
+                loop, logits, attention, new_state, end_id, seed, row_steps,
+                loop["iteration"], stand_still=None,
+            )
+            # Record the step at each row's example and step.
+            written = _example_rows(tf.where(loop["active"], loop["examples"], total),
+                                    beam_size)
+            at_step = tf.stack([written, row_steps], axis=1)
+            next_loop = {
+                "iteration": loop["iteration"] + 1,
+                "step_ids": tf.tensor_scatter_nd_update(loop["step_ids"], at_step, word_ids),
+                "parent_ids": tf.tensor_scatter_nd_update(loop["parent_ids"], at_step,
+                                                          beam_ids),
+                "final_scores": tf.tensor_scatter_nd_update(
+                    loop["final_scores"], written[:, tf.newaxis], hypotheses["scores"]),
+                "final_log_probs": tf.tensor_scatter_nd_update(
+                    loop["final_log_probs"], written[:, tf.newaxis], hypotheses["log_probs"]),
+            }
+            if "attention" in loop:
+                next_loop["attention"] = loop["attention"] if attention is None else (
+                    tf.tensor_scatter_nd_update(loop["attention"], at_step, attention))
+            if "unordered_state" in loop:
+                next_loop["unordered_state"] = new_unordered_state
+
+            # Done slots take the next examples; with none left, they become idle.
+            steps = loop["steps"] + 1
+            done = tf.logical_and(loop["active"], tf.logical_or(
+                self._examples_done(hypotheses), steps >= max_length))
+            order = tf.cumsum(tf.cast(done, tf.int32), exclusive=True)
+            new_examples = loop["next_example"] + order
+            refilled = tf.logical_and(done, new_examples < num_examples)
+            examples = tf.where(refilled, new_examples, loop["examples"])
+            refilled_rows = tf.repeat(refilled, beam_size)
+            idle_rows = tf.repeat(tf.logical_and(done, tf.logical_not(refilled)), beam_size)
+            restart = {
+                "ids": tiled_examples(start_ids, examples),
+                "finished": tf.zeros([num_rows], tf.bool),
+                "log_probs": first_log_probs,
+                "scores": first_log_probs,
+                "lengths": tf.zeros([num_rows], tf.int32),
+            }
+            if "state" in loop:
+                restart["state"] = tf.nest.map_structure(
+                    lambda tensor: tiled_examples(tensor, examples), initial_state)
+            if "accumulated_attention" in loop:
+                restart["accumulated_attention"] = tf.zeros([num_rows, attention_size])
+            for key, value in hypotheses.items():
+                next_loop[key] = tf.nest.map_structure(
+                    lambda new, first: tf.where(per_row(refilled_rows, new), first, new),
+                    value, restart[key],
+                )
+            next_loop["finished"] = tf.logical_or(next_loop["finished"], idle_rows)
+            active = tf.logical_and(loop["active"], tf.logical_or(tf.logical_not(done), refilled))
+            next_loop.update(
+                steps=tf.where(tf.logical_and(active, tf.logical_not(refilled)), steps, 0),
+                examples=examples,
+                active=active,
+                next_example=loop["next_example"] + tf.reduce_sum(tf.cast(done, tf.int32)),
+            )
+            return (next_loop,)
+
+        (loop,) = tf.while_loop(
+            lambda loop: tf.reduce_any(loop["active"]),
+            body,
+            (loop,),
+            maximum_iterations=max_length * total,
+            parallel_iterations=1,
+        )
+        kept = total * beam_size
+
+        def by_step(table):  # [rows, T, ...] -> [T, rows, ...] of the real examples
+            table = table[:kept]
+            return tf.transpose(table, [1, 0] + list(range(2, table.shape.rank)))
+
+        return self._finalize(
+            by_step(loop["step_ids"]), by_step(loop["parent_ids"]), max_length,
+            loop["final_scores"][:kept], loop["final_log_probs"][:kept],
+            by_step(loop["attention"]) if "attention" in loop and returns_attention == [True]
+            else None, end_id, total,
+        )
 
     def _examples_done(self, loop):
         """bool `[B]`: every hypothesis of the example has finished (with `early_exit`: its
@@ -508,7 +666,41 @@ class BeamSampler(keras.layers.Layer):
         return tf.constant([self.seed, 0], tf.int32)
 
     def _step(self, loop, logits, attention, new_state, end_id, seed):
-        """One step of OpenNMT-tf's `dynamic_decode` loop with `BeamSearch.step`.
+        """One step of OpenNMT-tf's `dynamic_decode` loop with `BeamSearch.step`: the
+        hypotheses advance (`_advance`) and the step's tokens and parents are recorded."""
+        step = loop["step"]
+        stand_still = None
+        if self.compact_batch:
+            # A done example stands still: its hypotheses stay in their slots, emit </s>
+            # and keep their scores, as if its decoding had stopped.
+            stand_still = tf.repeat(self._examples_done(loop), self.beam_size)
+        next_loop, word_ids, beam_ids, attention = self._advance(
+            loop, logits, attention, new_state, end_id, seed, step, step, stand_still
+        )
+        next_loop.update(
+            step=step + 1,
+            step_ids=loop["step_ids"].write(step, word_ids),
+            parent_ids=loop["parent_ids"].write(step, beam_ids),
+            attention=loop["attention"] if attention is None
+            else loop["attention"].write(step, attention),
+        )
+        return next_loop
+
+    def _advance(self, loop, logits, attention, new_state, end_id, seed, step, seed_step,
+                 stand_still):
+        """The hypotheses after one step: each example's `beam_size` best (or drawn)
+        candidates among the `beam_size * V` continuations of its hypotheses.
+
+        `step` is the step of every row (a scalar) or of each row (`[rows]`); `seed_step`
+        is folded into the sampling seed; `stand_still` (bool `[rows]` or `None`) marks rows
+        that keep their hypotheses as they are (emitting `</s>`).
+
+        Returns:
+            `(next_loop, word_ids, beam_ids, attention)`: the loop's hypothesis tensors
+            (`ids`, `finished`, `log_probs`, `scores`, `lengths`, and `state`,
+            `accumulated_attention` when present), the chosen tokens and parent slots
+            `[rows]`, and the attention that produced each chosen token (`None` without
+            attention).
 
         The scores of a row's words are an increasing function of their logits (the same
         normalizer, cumulative log-probability and penalties for the whole row), so an
@@ -518,7 +710,7 @@ class BeamSampler(keras.layers.Layer):
         `beam_size * V` of them.
         """
         beam_size = self.beam_size
-        step, finished = loop["step"], loop["finished"]
+        finished = loop["finished"]
         vocab_size = logits.shape[-1]
         if vocab_size is None:
             raise ValueError("BeamSampler: step_fn must return logits with a static last "
@@ -580,7 +772,7 @@ class BeamSampler(keras.layers.Layer):
         flat_shape = [-1, beam_size * num_candidates]
         flat_scores = tf.reshape(scores, flat_shape)
         ranked = tf.reshape(candidate_log_probs, flat_shape) if beam_size == 1 else flat_scores
-        chosen = self._choose(ranked, step, seed)
+        chosen = self._choose(ranked, seed_step, seed)
         next_log_probs = tf.reshape(
             tf.gather(tf.reshape(total_log_probs, flat_shape), chosen, batch_dims=1), [-1]
         )
@@ -590,16 +782,13 @@ class BeamSampler(keras.layers.Layer):
         )
         beam_ids = tf.reshape(chosen // num_candidates, [-1])
         lengths = tf.where(finished, loop["lengths"], loop["lengths"] + 1)
-        if self.compact_batch:
-            # A done example stands still: its hypotheses stay in their slots, emit </s>
-            # and keep their scores, as if its decoding had stopped.
-            done = tf.repeat(self._examples_done(loop), beam_size)
+        if stand_still is not None:
             own_slots = tf.range(tf.shape(word_ids)[0]) % beam_size
-            beam_ids = tf.where(done, own_slots, beam_ids)
-            word_ids = tf.where(done, end_id, word_ids)
-            next_log_probs = tf.where(done, loop["log_probs"], next_log_probs)
-            next_scores = tf.where(done, loop["scores"], next_scores)
-            lengths = tf.where(done, loop["lengths"], lengths)
+            beam_ids = tf.where(stand_still, own_slots, beam_ids)
+            word_ids = tf.where(stand_still, end_id, word_ids)
+            next_log_probs = tf.where(stand_still, loop["log_probs"], next_log_probs)
+            next_scores = tf.where(stand_still, loop["scores"], next_scores)
+            lengths = tf.where(stand_still, loop["lengths"], lengths)
 
         if beam_size == 1:  # greedy: nothing moves
             parents = lambda tensor: tensor  # noqa: E731
@@ -608,7 +797,6 @@ class BeamSampler(keras.layers.Layer):
             parents = lambda tensor: tf.gather(tensor, rows)  # noqa: E731
         parent_finished = parents(finished)
         next_loop = {
-            "step": step + 1,
             "ids": word_ids,
             "finished": tf.logical_or(parent_finished, tf.equal(word_ids, end_id)),
             # The chosen candidate's total: for a finished parent its forced </s> adds
@@ -617,21 +805,21 @@ class BeamSampler(keras.layers.Layer):
             "log_probs": next_log_probs,
             "scores": next_scores,
             "lengths": parents(lengths),
-            "step_ids": loop["step_ids"].write(step, word_ids),
-            "parent_ids": loop["parent_ids"].write(step, beam_ids),
-            "attention": loop["attention"],
         }
         if attention is not None:
             # Row r's attention produced the token of the slots whose parent is r.
-            next_loop["attention"] = loop["attention"].write(step, parents(attention))
+            attention = parents(attention)
         if accumulated_attention is not None:
             next_loop["accumulated_attention"] = parents(accumulated_attention)
         if "state" in loop:
             next_loop["state"] = tf.nest.map_structure(parents, new_state)
-        for key, value in next_loop.items():
-            if isinstance(value, tf.Tensor):
-                next_loop[key] = tf.ensure_shape(value, loop[key].shape)
-        return next_loop
+        next_loop = {
+            key: tf.nest.map_structure(
+                lambda new, old: tf.ensure_shape(new, old.shape), value, loop[key]
+            )
+            for key, value in next_loop.items()
+        }
+        return next_loop, word_ids, beam_ids, attention
 
     def _force_or_forbid_end(self, logits, step, finished, end_id, vocab_size):
         """Finished rows emit </s> with probability 1; before min_length </s> gets -1e7."""
@@ -644,12 +832,13 @@ class BeamSampler(keras.layers.Layer):
 
         if self.min_length == 0:
             return force_end_for_finished()
-        return tf.cond(
-            step < self.min_length,
-            lambda: logits + tf.one_hot(end_id, vocab_size,
-                                        on_value=END_PENALTY_BEFORE_MIN_LENGTH),
-            force_end_for_finished,
+        penalized = lambda: logits + tf.one_hot(  # noqa: E731
+            end_id, vocab_size, on_value=END_PENALTY_BEFORE_MIN_LENGTH
         )
+        if step.shape.rank == 1:  # a step per row
+            before_min_length = (step < self.min_length)[:, tf.newaxis]
+            return tf.where(before_min_length, penalized(), force_end_for_finished())
+        return tf.cond(step < self.min_length, penalized, force_end_for_finished)
 
     def _row_candidates(self, ranking_logits, logits, vocab_size):
         """The words of each row that can be chosen: its `beam_size` best (deterministic

@@ -889,3 +889,89 @@ def test_compact_batch_refuses_an_unordered_state_of_another_batch_size():
     sampler = BeamSampler(beam_size=2, max_length=4, compact_batch=True)
     with pytest.raises(ValueError, match="leading dimension of B"):
         sampler(step_fn, tf.zeros([8], tf.int32), END, unordered_state=tf.zeros([3]))
+
+
+# ----------------------------------------------------------------------------- num_slots
+
+
+def slot_step_fn(table, attention_table, bias, beam_size):
+    """A Markov model with a per-example bias, a step-dependent `</s>` logit and a
+    reordered per-hypothesis counter in the state: called as `step_fn(ids, step, state)`
+    (a batch, `step` a scalar) or `step_fn(ids, steps, state, examples)` (slots)."""
+
+    def step_fn(ids, step, state, examples=None):
+        counter, example_ids = state
+        if examples is not None:  # per-slot steps and examples -> per row
+            step = tf.repeat(step, beam_size)
+            example_ids = tf.repeat(examples, beam_size)
+        logits = (tf.gather(table, ids) + 0.3 * tf.gather(bias, example_ids)[:, tf.newaxis]
+                  + tf.one_hot(END, table.shape[1])
+                  * 0.05 * tf.cast(step + counter, tf.float32)[:, tf.newaxis])
+        return logits, tf.gather(attention_table, ids), (counter + 1, state[1])
+
+    return step_fn
+
+
+@pytest.mark.parametrize("kwargs, jit_compile", [
+    (dict(beam_size=3, length_penalty=0.6, coverage_penalty=0.2, min_length=2), False),
+    (dict(beam_size=3, length_penalty=0.6, coverage_penalty=0.2, min_length=2), True),
+    (dict(beam_size=3, length_penalty=0.6, n_best=2, early_exit=True), False),
+    (dict(beam_size=1), True),
+])
+def test_examples_streamed_through_slots_get_their_results_decoded_alone(kwargs, jit_compile):
+    """12 examples with long and short outputs through 1, 5 or 16 slots (more slots than
+    examples: some idle from the start), the last 3 left out by `num_examples`: each
+    decoded example's hypotheses, scores and alignments are those of the same search on
+    that example alone; the left-out ones are empty."""
+    rng = np.random.default_rng(11)
+    vocab_size, num_examples, source_length = 7, 12, 5
+    table = tf.constant(rng.normal(scale=2.0, size=[vocab_size, vocab_size]), tf.float32)
+    attention_table = tf.cast(
+        tf.nn.softmax(rng.normal(size=[vocab_size, source_length]), axis=1), tf.float32)
+    start_ids = tf.constant(rng.integers(0, vocab_size, size=num_examples), tf.int32)
+    bias = tf.constant(rng.normal(size=num_examples), tf.float32)
+    kwargs = dict(max_length=12, **kwargs)
+    beam_size = kwargs["beam_size"]
+    step_fn = slot_step_fn(table, attention_table, bias, beam_size)
+    initial_state = (tf.zeros([num_examples], tf.int32), tf.range(num_examples))
+    sampler = BeamSampler(**kwargs)
+    search_alone = tf.function(lambda start, state: sampler(
+        step_fn, start, END, initial_state=state, attention_size=source_length))
+    expected = [
+        search_alone(start_ids[i:i + 1], tf.nest.map_structure(lambda t: t[i:i + 1],  # noqa: B023
+                                                               initial_state))
+        for i in range(num_examples)
+    ]
+    lengths = np.concatenate([e["lengths"][:, 0] for e in expected])
+    assert lengths.max() == 12 and lengths.min() <= 2  # long and short outputs
+    for num_slots in (1, 5, 16):
+        def search(num_slots=num_slots):
+            return sampler(step_fn, start_ids, END, initial_state=initial_state,
+                           attention_size=source_length, num_slots=num_slots, num_examples=9)
+
+        outputs = tf.function(search, jit_compile=jit_compile)()
+        for example in range(9):
+            for key in ("ids", "lengths"):
+                np.testing.assert_array_equal(outputs[key][example], expected[example][key][0])
+            for key in ("log_probs", "scores", "alignment"):
+                np.testing.assert_allclose(outputs[key][example], expected[example][key][0],
+                                           atol=1e-5)
+        np.testing.assert_array_equal(outputs["lengths"][9:], 0)
+        np.testing.assert_array_equal(outputs["ids"][9:], 0)
+
+
+def test_slots_without_attention_size_record_no_alignment():
+    """With `num_slots`, alignments are recorded only when `attention_size` is given."""
+    table = tf.math.log(tf.constant([[0.1, 0.1, 0.6, 0.2]] * 4))
+    attention = tf.ones([4, 3]) / 3
+
+    def step_fn(ids, steps, state, examples):
+        return tf.gather(table, ids), tf.gather(attention, ids), state
+
+    sampler = BeamSampler(beam_size=2, max_length=3)
+    outputs = sampler(step_fn, tf.ones([3], tf.int32), END, num_slots=2)
+    assert "alignment" not in outputs
+    np.testing.assert_array_equal(outputs["lengths"][:, 0], [0, 0, 0])  # </s> first
+    with_alignment = sampler(step_fn, tf.ones([3], tf.int32), END, num_slots=2,
+                             attention_size=3)
+    assert with_alignment["alignment"].shape == (3, 1, 3, 3)
