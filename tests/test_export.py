@@ -52,7 +52,9 @@ def whitespace_export(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def sentencepiece_export(tmp_path_factory):
-    """A tiny model with a joint SentencePiece vocabulary (shared embeddings)."""
+    """A tiny model with a joint SentencePiece vocabulary (shared embeddings), decoding
+    without XLA (each process that loads it would compile it again; `whitespace_export`
+    has XLA)."""
     directory = tmp_path_factory.mktemp("sentencepiece")
     train_sentencepiece([QUICKSTART_DATA / "train.en", QUICKSTART_DATA / "train.de"],
                         str(directory / "sp"), 120, file_byte_budget=20000)
@@ -67,7 +69,8 @@ def sentencepiece_export(tmp_path_factory):
                             ffn_inner_dim=32, maximum_relative_position=4,
                             share_embeddings="all")
     path = directory / "export"
-    export_translator(translator, path, sampler=_sampler(), maximum_source_length=16)
+    export_translator(translator, path, sampler=_sampler(), maximum_source_length=16,
+                      jit_compile=False)
     return translator, path
 
 
@@ -80,7 +83,14 @@ def _strings(tensor):
 
 
 def _details(translator, sentences, **options):
-    return translator.translate(sentences, sampler=_sampler(), return_details=True, **options)
+    """The reference: `translate`'s n-best lists, decoded without XLA (not the point here;
+    a compilation per translator and sampler)."""
+    return translator.translate(sentences, sampler=_sampler(), return_details=True,
+                                jit_compile=False, **options)
+
+
+def _translations(translator, sentences):
+    return translator.translate(sentences, sampler=_sampler(), jit_compile=False)
 
 
 def test_signatures_equal_translate(whitespace_export):
@@ -151,7 +161,7 @@ def test_a_shortlist_export_equals_translate(tmp_path):
                              batch_size_buckets=(4,), jit_compile=False, shortlist=shortlist)
     model = _loaded(path)
     for batch in (["a b", "b b a", "a"], ["a b c d", "d c"]):
-        expected = _details(translator, batch, jit_compile=False, shortlist=shortlist)
+        expected = _details(translator, batch, shortlist=shortlist)
         outputs = model.signatures[N_BEST_SIGNATURE](source=tf.constant(batch))
         assert [_strings(row) for row in outputs["translations"]] == [
             [h["text"] for h in n_best] for n_best in expected]
@@ -160,7 +170,7 @@ def test_a_shortlist_export_equals_translate(tmp_path):
     fitting = _strings(model.signatures[N_BEST_SIGNATURE](
         source=tf.constant(["a b", "b b a", "a"]))["translations"])
     assert set(" ".join(fitting).split()) <= {"D", "E", "F", "G", "<unk>"}
-    unrestricted = _details(translator, ["a b", "b b a", "a"], jit_compile=False)
+    unrestricted = _details(translator, ["a b", "b b a", "a"])
     assert fitting != [h["text"] for n_best in unrestricted for h in n_best]
 
 
@@ -190,17 +200,17 @@ def test_bad_inputs_do_not_crash_the_loaded_model(whitespace_export):
     assert translations[:3] == ["", "", ""]
     np.testing.assert_array_equal(outputs["score"][:3], [0.0, 0.0, 0.0])
     # A long sentence is cut to its first maximum_source_length tokens.
-    assert translations[3] == translator.translate([first_tokens], sampler=_sampler())[0]
+    assert translations[3] == _translations(translator, [first_tokens])[0]
     # Bytes that are not UTF-8 become U+FFFD (here an unknown token).
-    assert translations[4] == translator.translate(["a \ufffd b"], sampler=_sampler())[0]
-    assert translations[5] == translator.translate(["d e"], sampler=_sampler())[0]
+    assert translations[4] == _translations(translator, ["a \ufffd b"])[0]
+    assert translations[5] == _translations(translator, ["d e"])[0]
 
 
 def test_batches_larger_than_the_largest_bucket_go_in_chunks(whitespace_export):
     translator, path = whitespace_export
     sentences = [SENTENCES[i % len(SENTENCES)] for i in range(70)]  # 64 + 6
     outputs = _loaded(path).signatures[SERVING_SIGNATURE](source=tf.constant(sentences))
-    expected = translator.translate(SENTENCES, sampler=_sampler())
+    expected = _translations(translator, SENTENCES)
     assert _strings(outputs["translation"]) == [expected[i % len(SENTENCES)] for i in range(70)]
 
 
@@ -311,8 +321,9 @@ def test_unknown_target_tokens_are_replaced_by_the_most_attended_source_token(tm
     bias.assign(tf.tensor_scatter_nd_update(
         bias, [[unknown_id], [2]], [20.0, 18.0]))
     path = tmp_path / "replace"
+    # Without XLA: the replacement follows the decoding, which whitespace_export compiles.
     export_translator(translator, path, sampler=_sampler(), maximum_source_length=8,
-                      replace_unknown_target=True)
+                      replace_unknown_target=True, jit_compile=False)
     outputs = _loaded(path).signatures[SERVING_SIGNATURE](source=tf.constant(SENTENCES))
     expected = _details(translator, SENTENCES, replace_unknown_target=True)
     translations = _strings(outputs["translation"])
@@ -350,11 +361,11 @@ def test_a_failed_export_leaves_the_previous_one_intact(whitespace_export, tmp_p
     assert _files(path) == before
     assert os.listdir(path.parent) == ["1"]  # no temporary directory left
     outputs = _loaded(path).signatures[SERVING_SIGNATURE](source=tf.constant(SENTENCES))
-    assert _strings(outputs["translation"]) == translator.translate(SENTENCES, sampler=_sampler())
+    assert _strings(outputs["translation"]) == _translations(translator, SENTENCES)
 
     # A successful export replaces it, and leaves nothing else behind.
     export_translator(translator, path, sampler=BeamSampler(beam_size=1, max_length=20),
-                      maximum_source_length=8)
+                      maximum_source_length=8, jit_compile=False)
     assert os.listdir(path.parent) == ["1"] and _files(path) != before
     greedy = _loaded(path).signatures[N_BEST_SIGNATURE](source=tf.constant(SENTENCES))
     assert greedy["translations"].shape == (len(SENTENCES), 1)
