@@ -164,8 +164,8 @@ def timed_translate(translator, sentences, sampler, shortlist, arguments):
     def timed_decode_function(*args):
         decode = decode_function(*args)
 
-        def timed_decode(*inputs):
-            outputs = decode(*inputs)
+        def timed_decode(*inputs, **options):
+            outputs = decode(*inputs, **options)
             if not first_batch:
                 outputs["ids"].numpy()
                 first_batch.append(time.perf_counter())

@@ -82,6 +82,15 @@ class BeamSampler(keras.layers.Layer):
     spends its last steps on a few rows instead of all of them. Under XLA, each loop has
     static shapes (`B` need not be known when tracing: XLA compiles per input shape).
 
+    Streaming (continuous batching, as inference servers do): called with `num_slots`,
+    the `B` examples stream through a fixed batch of `num_slots` slots. A slot decodes
+    one example until it is done (as with `compact_batch`: each result is the one of its
+    example decoded alone), leaves its results in the output tables, and takes the next
+    example at the next step, so every step decodes `num_slots` examples until the last
+    ones, instead of a batch waiting for its longest output. `step_fn` then gets the step
+    of each slot and the example each slot decodes. Sampling draws differ from those of a
+    batch (the seed is folded with the loop's iteration).
+
     The layer has no weights. It runs eagerly, inside `tf.function` and inside
     `tf.function(jit_compile=True)`: all loop variables keep static shapes, so `step_fn`
     must return a state with the same shapes as the one it receives (preallocated caches).
@@ -138,6 +147,18 @@ class BeamSampler(keras.layers.Layer):
             statically `B * beam_size`, else per example). When given, `step_fn` receives
             `(state, unordered_state)` as its state (`state` is `{}` without
             `initial_state`) and returns the same pair.
+        num_slots: stream the `B` examples through this many slots (see above).
+            `step_fn` is then called as `step_fn(ids, step, state, examples)`: `ids`
+            `[num_slots * beam_size]`, `step` int32 `[num_slots]` (each slot's step in its
+            current example, from 0), `examples` int32 `[num_slots]` (the example each slot
+            decodes; an idle slot's rows are finished and their outputs dropped). The
+            reordered state (`initial_state`, leading dimension `B`) is tiled into a slot's
+            rows when it takes an example; `unordered_state` belongs to the slots (leading
+            dimension `num_slots` or `num_slots * beam_size`), never reset. Alignments are
+            recorded only when `attention_size` is given.
+        num_examples: with `num_slots`, decode only the first `num_examples` examples
+            (an int32 scalar, e.g. when `B` is padded to a fixed size); the others get
+            empty results.
 
     Returns:
         A dict of tensors, hypotheses best first:

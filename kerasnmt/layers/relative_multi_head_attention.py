@@ -53,8 +53,10 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         use_causal_mask: forbid attending to later positions (decoder self-attention).
         cache: incremental self-attention state from `initial_cache` (with `step`), or
             projected encoder keys/values from `project_memory` (without `step`).
-        step: scalar int, the position of the one query when decoding with a self-attention
-            cache (`T` must be 1).
+        step: int, the position of the one query when decoding with a self-attention
+            cache (`T` must be 1): a scalar, or `[B_c]` for the `B_c` examples of the cache
+            (each example at its own position; with a beam cache, its `beam_size` rows
+            share it).
         training: enables dropout.
         return_attention_scores: also return the attention weights.
 
@@ -248,9 +250,15 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         head_major = cache is not None
         query_length = tf.shape(queries)[1]
         key_length = tf.shape(keys)[-2] if head_major else tf.shape(keys)[1]
-        first_position = step if incremental else 0
-        query_positions = first_position + tf.range(query_length)
         key_positions = tf.range(key_length)
+        # The query positions: [T], or [rows, T] when each example has its own step.
+        per_row = incremental and tf.convert_to_tensor(step).shape.rank == 1
+        if per_row:
+            rows_per_example = query_shape[0] // tf.shape(step)[0]
+            row_steps = tf.repeat(tf.cast(step, tf.int32), rows_per_example)
+            query_positions = row_steps[:, tf.newaxis] + tf.range(query_length)
+        else:
+            query_positions = (step if incremental else 0) + tf.range(query_length)
 
         if beam_selector is not None:
             logits = _beam_logits(queries, keys, beam_selector)
@@ -260,16 +268,18 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
             )
         if self.maximum_relative_position is not None:
             window = 2 * self.maximum_relative_position + 1
-            distance = key_positions[tf.newaxis, :] - query_positions[:, tf.newaxis]
+            distance = key_positions - query_positions[..., tf.newaxis]
             bucket = (
                 tf.clip_by_value(
                     distance, -self.maximum_relative_position, self.maximum_relative_position
                 )
                 + self.maximum_relative_position
             )
-            bucket_one_hot = tf.one_hot(bucket, window, dtype=logits.dtype)  # [T, S, 2k+1]
+            # [T, S, 2k+1], or [rows, T, S, 2k+1] with a position per row.
+            bucket_one_hot = tf.one_hot(bucket, window, dtype=logits.dtype)
+            relative = "btsr" if per_row else "tsr"
             query_dot_table = tf.einsum("bthd,rd->bhtr", queries, self.relative_position_keys)
-            logits += tf.einsum("bhtr,tsr->bhts", query_dot_table, bucket_one_hot)
+            logits += tf.einsum(f"bhtr,{relative}->bhts", query_dot_table, bucket_one_hot)
 
         mask = None
         if attention_mask is not None:
@@ -279,7 +289,9 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
             else:
                 mask = mask[:, tf.newaxis, :, :]
         if use_causal_mask or incremental:
-            causal = key_positions[tf.newaxis, :] <= query_positions[:, tf.newaxis]
+            causal = key_positions <= query_positions[..., tf.newaxis]
+            if per_row:
+                causal = causal[:, tf.newaxis]  # [rows, 1 (heads), T, S]
             mask = causal if mask is None else tf.logical_and(mask, causal)
         logits = tf.cast(logits, tf.float32)
         if mask is not None:
@@ -294,7 +306,8 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
                 "bhts,bhsd->bthd" if head_major else "bhts,bshd->bthd", dropped_weights, values
             )
         if self.maximum_relative_position is not None:
-            weight_per_bucket = tf.einsum("bhts,tsr->bhtr", dropped_weights, bucket_one_hot)
+            weight_per_bucket = tf.einsum(f"bhts,{relative}->bhtr", dropped_weights,
+                                          bucket_one_hot)
             heads += tf.einsum("bhtr,rd->bthd", weight_per_bucket, self.relative_position_values)
         heads = tf.reshape(heads, [query_shape[0], query_shape[1], self.num_heads * self.key_dim])
         outputs = self.output_dense(heads)
@@ -326,23 +339,34 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
 
 
 def _write_at(cache, update, step):
-    """Returns `cache` `[B, H, L, D]` with `update` `[B, 1, H, D]` written at position `step`.
+    """Returns `cache` `[B, H, L, D]` with `update` `[B, 1, H, D]` written at position `step`
+    (a scalar, or `[B]`).
 
     A scatter of the `B * H` new vectors: under XLA an in-place update inside the decoding
     loop, instead of a pass over the whole cache.
     """
     shape = tf.shape(cache)
     batch, heads = tf.meshgrid(tf.range(shape[0]), tf.range(shape[1]), indexing="ij")
-    positions = tf.fill(tf.shape(batch), tf.cast(step, tf.int32))
+    positions = _per_example(step, tf.shape(batch), rank=2)
     indices = tf.stack([batch, heads, positions], axis=-1)  # [B, H, 3]
     return tf.tensor_scatter_nd_update(cache, indices, tf.cast(update[:, 0], cache.dtype))
 
 
 def _write_history(history, step):
-    """`history` `[B, K, L]` with each hypothesis' own slot `k` written at `step`."""
+    """`history` `[B, K, L]` with each hypothesis' own slot `k` written at `step` (a scalar,
+    or `[B]`)."""
     slots = tf.range(tf.shape(history)[1])[tf.newaxis, :, tf.newaxis]
-    at_step = tf.equal(tf.range(tf.shape(history)[2]), step)[tf.newaxis, tf.newaxis, :]
+    at_step = tf.equal(tf.range(tf.shape(history)[2]),
+                       tf.reshape(step, [-1, 1, 1]))  # [1 or B, 1, L]
     return tf.where(at_step, slots, history)
+
+
+def _per_example(step, shape, rank):
+    """`step` (a scalar, or `[B]`) broadcast to `shape`, whose first dimension is `B`."""
+    step = tf.cast(step, tf.int32)
+    if step.shape.rank == 1:
+        step = tf.reshape(step, [-1] + [1] * (rank - 1))
+    return tf.broadcast_to(step, shape)
 
 
 def _write_beam_at(cache, update, step):
@@ -353,7 +377,7 @@ def _write_beam_at(cache, update, step):
                           [0, 2, 1, 3])  # [B, H, K, D]
     batch, heads, slots = tf.meshgrid(tf.range(shape[0]), tf.range(shape[1]),
                                       tf.range(shape[2]), indexing="ij")
-    positions = tf.fill(tf.shape(batch), tf.cast(step, tf.int32))
+    positions = _per_example(step, tf.shape(batch), rank=3)
     indices = tf.stack([batch, heads, slots, positions], axis=-1)  # [B, H, K, 4]
     return tf.tensor_scatter_nd_update(cache, indices, tf.cast(update, cache.dtype))
 

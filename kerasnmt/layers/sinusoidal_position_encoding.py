@@ -19,8 +19,9 @@ class SinusoidalPositionEncoding(keras.layers.Layer):
 
     Call arguments:
         inputs: `[B, T, D]` float tensor, `D` even (and at least 4).
-        start_index: scalar int, the 0-based position of the first time step (the decoding
-            step when decoding one position at a time).
+        start_index: int, the 0-based position of the first time step (the decoding
+            step when decoding one position at a time): a scalar, or `[B]` (one per
+            example).
 
     Returns:
         `inputs` plus the encodings of positions `start_index + 1 .. start_index + T`.
@@ -47,12 +48,16 @@ class SinusoidalPositionEncoding(keras.layers.Layer):
                 "SinusoidalPositionEncoding: the last dimension must be even and >= 4, got "
                 f"inputs of shape {inputs.shape}"
             )
-        positions = tf.cast(start_index + 1 + tf.range(tf.shape(inputs)[1]), tf.float32)
+        start_index = tf.cast(start_index, tf.int32)
+        # [1, T] positions, or [B, T] with one start per example.
+        positions = tf.cast(
+            tf.reshape(start_index, [-1, 1]) + 1 + tf.range(tf.shape(inputs)[1]), tf.float32
+        )
         increment = math.log(10000.0) / (depth / 2 - 1)
         inverse_timescales = tf.exp(tf.range(depth // 2, dtype=tf.float32) * -increment)
-        scaled_time = positions[:, tf.newaxis] * inverse_timescales[tf.newaxis, :]
-        encoding = tf.concat([tf.sin(scaled_time), tf.cos(scaled_time)], axis=1)
-        return inputs + tf.cast(encoding, inputs.dtype)[tf.newaxis]
+        scaled_time = positions[:, :, tf.newaxis] * inverse_timescales
+        encoding = tf.concat([tf.sin(scaled_time), tf.cos(scaled_time)], axis=2)
+        return inputs + tf.cast(encoding, inputs.dtype)
 
     def compute_output_shape(self, input_shape):
         return input_shape

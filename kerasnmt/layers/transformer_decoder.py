@@ -111,7 +111,9 @@ class TransformerDecoder(TransformerEncoder):
 
         Args:
             inputs: `[B, D]` or `[B, 1, D]` embeddings of the tokens at position `step`.
-            step: scalar int, the 0-based position being decoded (`< max_length`).
+            step: int, the 0-based position being decoded (`< max_length`): a scalar, or
+                `[B_c]` with one position per example of the cache (its beam hypotheses
+                share it, with beam caches).
             cache: from `initial_cache` or the previous `decode_step`.
             encoder_padding_mask: boolean `[B, S]`, True on real source positions.
 
@@ -120,7 +122,10 @@ class TransformerDecoder(TransformerEncoder):
         """
         if len(inputs.shape) == 2:
             inputs = inputs[:, tf.newaxis]
-        outputs = self._embed(inputs, start_index=step, training=False)
+        row_steps = step
+        if tf.convert_to_tensor(step).shape.rank == 1:  # per example -> per row
+            row_steps = tf.repeat(step, tf.shape(inputs)[0] // tf.shape(step)[0])
+        outputs = self._embed(inputs, start_index=row_steps, training=False)
         new_cache = []
         for layer, layer_cache in zip(self.transformer_layers, cache):
             outputs, attention, layer_cache = layer(

@@ -38,7 +38,8 @@ class TransformerDecoderLayer(TransformerEncoderLayer):
         encoder_outputs: `[B, S, D]`; unused when `cache` is given.
         encoder_padding_mask: boolean `[B, S]`, True on real source positions.
         cache: from `initial_cache`, for incremental decoding.
-        step: scalar int, the position of `inputs` when decoding with `cache`.
+        step: int, the position of `inputs` when decoding with `cache`: a scalar, or one
+            per example of the cache (see `RelativeMultiHeadAttention`).
         training: enables dropout.
 
     Returns:

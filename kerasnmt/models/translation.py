@@ -95,6 +95,63 @@ def pad_batch(source_ids, source_length, batch_size, width):
     return ids, lengths
 
 
+def decoding_streams(batches, num_slots, maximum_size=None):
+    """Regroups batches of source features into streams for `Translator.decode(...,
+    num_slots=num_slots)`: the sentences of one source width (`bucket_source_width`),
+    longest first (so that a stream's last steps decode short sentences), at most
+    `maximum_size` (default `16 * num_slots`) per stream.
+
+    Args:
+        batches: an iterable of NumPy feature dicts (`"index"`, `"ids"` `[B, S]`,
+            `"length"`, and optionally `"tokens"` `[B, S]`), e.g. from `inference_dataset`.
+        num_slots: the decoding slots.
+        maximum_size: the most sentences in a stream.
+
+    Returns:
+        A list of feature dicts, each with the sentences of one stream (`"ids"` cut to
+        their longest) and `"size"`: the number of rows to pad it to, `num_slots` times a
+        power of two (few distinct shapes to compile), at most `maximum_size` rounded up
+        to a multiple of `num_slots`.
+
+    Examples:
+        >>> batch = {"index": np.arange(3), "ids": np.array([[5, 6, 7], [5, 0, 0], [9, 9, 0]]),
+        ...          "length": np.array([3, 1, 2])}
+        >>> [(s["index"].tolist(), s["size"]) for s in decoding_streams([batch], num_slots=2)]
+        [([0, 2, 1], 4)]
+    """
+    maximum_size = 16 * num_slots if maximum_size is None else maximum_size
+    maximum_size = -(-maximum_size // num_slots) * num_slots
+    by_width = {}
+    for batch in batches:
+        for row, length in enumerate(batch["length"].tolist()):
+            rows = by_width.setdefault(bucket_source_width(length), [])
+            rows.append({key: value[row] for key, value in batch.items()})
+    streams = []
+    for width in sorted(by_width):
+        rows = sorted(by_width[width], key=lambda row: -int(row["length"]))
+        for start in range(0, len(rows), maximum_size):
+            chunk = rows[start:start + maximum_size]
+            longest = max(max(int(row["length"]) for row in chunk), 1)
+            stream = {
+                key: np.stack([_cut_or_pad(row[key], longest) if key in ("ids", "tokens")
+                               else row[key] for row in chunk])
+                for key in chunk[0]
+            }
+            size = num_slots
+            while size < len(chunk):
+                size *= 2
+            stream["size"] = min(size, maximum_size)
+            streams.append(stream)
+    return streams
+
+
+def _cut_or_pad(values, width):
+    """A row of ids or tokens, cut or padded (0 or empty bytes) to `width`."""
+    if len(values) >= width:
+        return values[:width]
+    return np.concatenate([values, np.zeros([width - len(values)], values.dtype)])
+
+
 def hypotheses(outputs, count, target_vocabulary, unknown_id, source_tokens=None,
                source_length=None):
     """The first `count` examples of a batch of `Translator.decode` outputs, as Python.

@@ -18,6 +18,7 @@ from kerasnmt.layers.transformer_encoder import TransformerEncoder
 from kerasnmt.models.translation import (
     bucket_source_width,
     decoding_length_limit,
+    decoding_streams,
     decoding_steps,
     hypotheses,
     pad_batch,
@@ -392,7 +393,7 @@ class Translator(keras.Model):
 
     def _beam_history_step_function(
         self, encoder_outputs, source_padding_mask, length_limits, beam_size, max_length,
-        vocabulary_multiple, shortlist_ids=None,
+        vocabulary_multiple, shortlist_ids=None, num_slots=None,
     ):
         """`decoding_step_function` for `BeamSampler(unordered_state=...)`: nothing of the
         decoder's state is tiled per hypothesis or moved when hypotheses change places.
@@ -411,6 +412,12 @@ class Translator(keras.Model):
         With `shortlist_ids` (a shortlist, see `decode`), the logits are those of these ids
         only, in their order.
 
+        With `num_slots` (for `BeamSampler` `num_slots`), the beam caches are the slots'
+        (`[num_slots, ...]`, each slot overwriting its positions from step 0 when it takes
+        a new example), and each step reads the encoder keys and values, padding mask and
+        length limit of the examples the slots decode (`step_fn` then takes the slots'
+        steps and examples).
+
         Returns:
             `(step_fn, initial_state, unordered_state)`.
         """
@@ -424,30 +431,43 @@ class Translator(keras.Model):
         def keys_and_values(caches):  # the beam caches without their history
             return [{key: c["self_attention"][key] for key in ("keys", "values")} for c in caches]
 
-        unordered_state = {
-            "self_attention": keys_and_values(caches),
+        per_example = {
             "memory": [c["cross_attention"] for c in caches],
             "source_padding_mask": source_padding_mask,
             "length_limits": length_limits,
         }
+        if num_slots is None:
+            unordered_state = dict(per_example, self_attention=keys_and_values(caches))
+        else:
+            slot_caches = self.decoder.initial_cache(
+                encoder_outputs[:1], max_length, beam_size=beam_size
+            )
+            unordered_state = {"self_attention": [
+                tf.nest.map_structure(
+                    lambda t: tf.repeat(t, num_slots, axis=0), kv
+                ) for kv in keys_and_values(slot_caches)
+            ]}
         history = tf.zeros([tf.shape(encoder_outputs)[0], max_length], tf.int32)
 
-        def step_fn(ids, step, state):
+        def step_fn(ids, step, state, examples=None):
             if shortlist_ids is not None:  # the sampler's ids are positions in the shortlist
                 ids = tf.gather(tf.maximum(shortlist_ids, 0), ids)
             history, unordered = state
+            inputs = unordered if examples is None else tf.nest.map_structure(
+                lambda t: tf.gather(t, examples), per_example
+            )
             history = tf.reshape(history, [-1, beam_size, max_length])
             cache = [
                 {"self_attention": dict(kv, history=history), "cross_attention": memory}
-                for kv, memory in zip(unordered["self_attention"], unordered["memory"])
+                for kv, memory in zip(unordered["self_attention"], inputs["memory"])
             ]
             outputs, attention, cache = self.decoder.decode_step(
                 self.target_embedding(tf.cast(ids, tf.int32)), step, cache,
-                unordered["source_padding_mask"],
+                inputs["source_padding_mask"],
             )
             logits = tf.matmul(outputs, tf.cast(kernel, outputs.dtype))
             logits = tf.cast(logits + tf.cast(bias, outputs.dtype), tf.float32)
-            at_limit = tf.repeat(tf.greater_equal(step, unordered["length_limits"]), beam_size)
+            at_limit = tf.repeat(tf.greater_equal(step, inputs["length_limits"]), beam_size)
             logits = tf.where(at_limit[:, tf.newaxis], end_only, logits)
             history = tf.reshape(cache[0]["self_attention"]["history"], [-1, max_length])
             unordered = dict(unordered, self_attention=keys_and_values(cache))
@@ -456,7 +476,7 @@ class Translator(keras.Model):
         return step_fn, history, unordered_state
 
     def decode(self, source_ids, source_length, sampler, length_ratio=2.0, length_offset=10,
-               shortlist_ids=None):
+               shortlist_ids=None, num_slots=None, num_examples=None, alignment=True):
         """Translates source ids into target ids with a `BeamSampler` (numbers only, no text).
 
         The encoder runs once; its outputs are projected once per layer (not tiled per
@@ -489,6 +509,13 @@ class Translator(keras.Model):
         CTranslate2's vocabulary maps (`kerasnmt.data.LexicalShortlist` gives them for a
         batch): the output layer and the softmax shrink from the whole vocabulary to them.
 
+        Slots: with `num_slots`, the `B` sentences stream through `num_slots` decoding slots
+        (`BeamSampler` `num_slots`, continuous batching): a slot that is done takes the next
+        sentence, so every step decodes `num_slots` sentences until the last ones, instead
+        of a batch waiting for its longest translation. Each result is then the one of the
+        sentence decoded alone (as with `BeamSampler(compact_batch=True)`). Order the
+        sentences longest first, so that the last steps decode short ones.
+
         Args:
             source_ids: int `[B, S]` source ids, padded with 0.
             source_length: int `[B]` source lengths.
@@ -498,11 +525,17 @@ class Translator(keras.Model):
             shortlist_ids: int32 `[W]` (static `W`): the target ids to decode over, increasing,
                 starting with 0, 1, 2 (so `</s>` keeps its id), padded at the end with -1
                 (never emitted); `None`: the whole vocabulary.
+            num_slots: decode through this many slots (see above); `None`: all `B` at once.
+            num_examples: with `num_slots`, decode only the first `num_examples` sentences
+                (int32 scalar; the others are padding and get empty results).
+            alignment: return the attention of each target token (`"alignment"`); without
+                it, decoding through slots is faster (no `[B, T, S]` table to update).
 
         Returns:
             The sampler's dict: `"ids"` int32 `[B, n_best, T]` (tokens, `</s>` excluded,
             padded with 0), `"lengths"` `[B, n_best]`, `"log_probs"` and `"scores"` float32
-            `[B, n_best]`, `"alignment"` float32 `[B, n_best, T, S]`, best first; `T` is the
+            `[B, n_best]`, `"alignment"` float32 `[B, n_best, T, S]` (with `alignment`), best
+            first; `T` is the
             number of steps the buffers hold (see above).
         """
         source_ids = tf.cast(source_ids, tf.int32)
@@ -511,7 +544,7 @@ class Translator(keras.Model):
         if source_ids.shape[1] is not None:
             steps = decoding_steps(source_ids.shape[1], sampler, length_ratio, length_offset)
             return self._decode_steps(source_ids, source_length, sampler, limits, steps,
-                                      shortlist_ids)
+                                      shortlist_ids, num_slots, num_examples, alignment)
         # A width unknown when tracing (e.g. a SavedModel signature): one branch per source
         # width bucket, each with its own static number of steps, and max_length beyond.
         widths = []
@@ -524,18 +557,20 @@ class Translator(keras.Model):
             functools.partial(
                 self._decode_steps, source_ids, source_length, sampler, limits,
                 decoding_steps(width, sampler, length_ratio, length_offset), shortlist_ids,
+                num_slots, num_examples, alignment,
             )
             for width in widths
         ]
         branches.append(functools.partial(
             self._decode_steps, source_ids, source_length, sampler, limits, sampler.max_length,
-            shortlist_ids,
+            shortlist_ids, num_slots, num_examples, alignment,
         ))
         branch = tf.reduce_sum(tf.cast(tf.shape(source_ids)[1] > tf.constant(widths, tf.int32),
                                        tf.int32))
         return tf.switch_case(branch, branches)
 
-    def _decode_steps(self, source_ids, source_length, sampler, limits, steps, shortlist_ids):
+    def _decode_steps(self, source_ids, source_length, sampler, limits, steps, shortlist_ids,
+                      num_slots=None, num_examples=None, alignment=True):
         """`decode` with caches and buffers of `steps` decoding steps."""
         if steps != sampler.max_length:
             config = dict(sampler.get_config(), max_length=steps)
@@ -544,8 +579,10 @@ class Translator(keras.Model):
         encoder_outputs, padding_mask = self.encode(source_ids, source_length, training=False)
         step_fn, initial_state, unordered_state = self._beam_history_step_function(
             encoder_outputs, padding_mask, limits, sampler.beam_size, steps, _LOGITS_CHUNK,
-            shortlist_ids,
+            shortlist_ids, num_slots,
         )
+        if not alignment and sampler.coverage_penalty == 0:
+            step_fn = _without_attention(step_fn)
         outputs = sampler(
             step_fn,
             start_ids=tf.fill([tf.shape(source_ids)[0]], START_OF_SENTENCE_ID),
@@ -553,6 +590,8 @@ class Translator(keras.Model):
             initial_state=initial_state,
             attention_size=source_ids.shape[1] or tf.shape(source_ids)[1],
             unordered_state=unordered_state,
+            num_slots=num_slots,
+            num_examples=num_examples,
         )
         if shortlist_ids is not None:  # shortlist positions -> target ids (0 pads stay 0)
             outputs["ids"] = tf.gather(tf.maximum(shortlist_ids, 0), outputs["ids"])
@@ -575,6 +614,13 @@ class Translator(keras.Model):
         to a few source widths (`kerasnmt.models.translation.bucket_source_width`), so that
         one compiled `decode` per width (and sampler configuration) serves every batch and
         every later call; the translations are put back in input order.
+
+        With `BeamSampler(compact_batch=True)` (each result the one of its sentence decoded
+        alone), the sentences of each source width instead stream through `batch_size`
+        decoding slots, longest first (`decode` with `num_slots`; up to `16 * batch_size`
+        sentences a call, padded to `batch_size` times a power of two): a slot takes the
+        next sentence as soon as its own is done, so no step waits for the longest
+        translation of a batch.
 
         Args:
             sentences: source sentences (list, NumPy array or 1-D string tensor).
@@ -612,19 +658,28 @@ class Translator(keras.Model):
         target_vocabulary = self.preprocessor.target_vocabulary
         unknown_id = self.target_vocabulary_size - 1
 
+        batches = ({key: value.numpy() for key, value in features.items()}
+                   for features in batches)
+        if sampler.compact_batch:
+            batches = decoding_streams(batches, batch_size)
+
         def translated_batches():
             for features in batches:
-                length = features["length"].numpy()
+                length = features["length"]
                 ids, padded_length = pad_batch(
-                    features["ids"].numpy(), length, batch_size,
+                    features["ids"], length, features.get("size", batch_size),
                     bucket_source_width(length.max() if len(length) else 0),
                 )
                 shortlist_ids = None
                 if shortlist is not None:
                     padded_ids, fits = shortlist.padded_target_ids(ids)
                     shortlist_ids = padded_ids if fits else None
-                outputs = decode(tf.constant(ids), tf.constant(padded_length), shortlist_ids)
-                tokens = features["tokens"].numpy() if replace_unknown_target else None
+                slots = {}
+                if "size" in features:
+                    slots = {"num_slots": batch_size, "num_examples": tf.constant(len(length))}
+                outputs = decode(tf.constant(ids), tf.constant(padded_length), shortlist_ids,
+                                 alignment=return_details or replace_unknown_target, **slots)
+                tokens = features["tokens"] if replace_unknown_target else None
                 results = hypotheses(
                     outputs, len(length), target_vocabulary, unknown_id, tokens, length
                 )
@@ -637,7 +692,7 @@ class Translator(keras.Model):
                         hypothesis["text"], texts = texts[0].decode(), texts[1:]
                 if not return_details:
                     results = [n_best[0]["text"] for n_best in results]
-                yield features["index"].numpy(), results
+                yield features["index"], results
 
         return list(in_original_order(translated_batches()))
 
@@ -655,8 +710,8 @@ class Translator(keras.Model):
             # No autograph: decode has no Python control flow on tensors, and converting
             # the layers' code would double the tracing time of each new batch shape.
             functions[key] = tf.function(
-                lambda ids, length, shortlist_ids: self.decode(
-                    ids, length, sampler, shortlist_ids=shortlist_ids
+                lambda ids, length, shortlist_ids, **options: self.decode(
+                    ids, length, sampler, shortlist_ids=shortlist_ids, **options
                 ),
                 jit_compile=jit_compile,
                 autograph=False,
@@ -921,6 +976,16 @@ class Translator(keras.Model):
         config = dict(config)
         config["preprocessor"] = keras.saving.deserialize_keras_object(config["preprocessor"])
         return cls(**config)
+
+
+def _without_attention(step_fn):
+    """`step_fn` returning no attention (so the sampler records none)."""
+
+    def step_without_attention(*arguments):
+        logits, _, state = step_fn(*arguments)
+        return logits, None, state
+
+    return step_without_attention
 
 
 def _string_array(values, name):

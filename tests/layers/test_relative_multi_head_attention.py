@@ -173,3 +173,27 @@ def test_beam_cache_reads_each_hypothesis_through_its_history():
         for row, hypothesis in enumerate(hypotheses):
             full = layer(np.array(hypothesis)[np.newaxis], use_causal_mask=True)
             np.testing.assert_allclose(outputs[row, 0], full[0, -1], atol=1e-5)
+
+
+@pytest.mark.parametrize("beam", [None, 2])
+def test_each_example_of_the_cache_at_its_own_step(beam):
+    """Examples that start decoding at different steps (`step` `[B]`, as a decoding slot
+    that takes a new sentence restarts at 0 over its previous entries): each row gets the
+    full causal attention over its own example's inputs since its start, with plain
+    caches and with beam caches (the hypotheses of an example share its step)."""
+    layer = RelativeMultiHeadAttention(num_heads=2, key_dim=3, maximum_relative_position=2)
+    batch, length = 3, 6
+    rows_per_example = beam or 1
+    rng = np.random.default_rng(1)
+    starts = np.array([0, 2, 3])  # the step at which each example restarts from 0
+    inputs = rng.normal(size=[length, batch * rows_per_example, 1, 6]).astype(np.float32)
+    cache = layer.initial_cache(batch, length, beam_size=beam)
+    step_fn = tf.function(lambda q, c, s: layer(q, cache=c, step=s), jit_compile=True)
+    for t in range(length):
+        steps = np.where(t >= starts, t - starts, t)  # before its start: an older example
+        outputs, cache = step_fn(inputs[t], cache, tf.constant(steps, tf.int32))
+        for row in range(batch * rows_per_example):
+            first = starts[row // rows_per_example] if t >= starts[row // rows_per_example] else 0
+            own_inputs = inputs[first:t + 1, row, 0][np.newaxis]
+            full = layer(own_inputs, use_causal_mask=True)
+            np.testing.assert_allclose(outputs[row, 0], full[0, -1], atol=1e-5)

@@ -30,6 +30,14 @@ def test_start_index_encodes_a_later_position():
     np.testing.assert_allclose(outputs[0], expected_encoding([5], 8), atol=1e-6)
 
 
+def test_a_start_index_per_example():
+    inputs = np.zeros([3, 2, 8], "float32")
+    outputs = SinusoidalPositionEncoding()(inputs, start_index=np.array([0, 4, 9]))
+    for row, start in enumerate([0, 4, 9]):
+        np.testing.assert_allclose(outputs[row], expected_encoding([start + 1, start + 2], 8),
+                                   atol=1e-5)
+
+
 def test_odd_depth_is_refused():
     with pytest.raises(ValueError, match="even"):
         SinusoidalPositionEncoding()(np.zeros([1, 2, 5], "float32"))

@@ -1,0 +1,76 @@
+"""Translator decoding through slots (`decode(num_slots=...)`, and `translate` with
+`compact_batch`): every sentence gets the result of its own decoding alone."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from kerasnmt.layers import BeamSampler
+from kerasnmt.models.translation import decoding_streams
+from tests.models.translator_fixtures import corpus, tiny_translator
+
+
+@pytest.mark.parametrize("maximum_relative_position", [4, None])
+def test_translate_streams_sentences_through_slots_each_as_if_alone(maximum_relative_position):
+    """An untrained model (translations of all lengths, many cut at their limit; relative
+    positions, or sinusoidal ones) translates 14 sentences through 4 slots
+    (`compact_batch`): each n-best list, score and alignment is that of the sentence
+    decoded alone by the plain batch search."""
+    translator = tiny_translator(seed=5, maximum_relative_position=maximum_relative_position)
+    sentences, _ = corpus(14, seed=3)
+    options = dict(beam_size=3, n_best=2, length_penalty=0.6)
+    streamed = translator.translate(sentences, sampler=BeamSampler(compact_batch=True, **options),
+                                    batch_size=4, return_details=True,
+                                    jit_compile=maximum_relative_position is not None)
+    lengths = [len(n_best[0]["tokens"]) for n_best in streamed]
+    assert min(lengths) < max(lengths)
+    alone_sampler = BeamSampler(**options)
+    for sentence, n_best in zip(sentences, streamed):
+        (alone,) = translator.translate([sentence], sampler=alone_sampler, batch_size=1,
+                                        return_details=True, jit_compile=False)
+        assert [h["tokens"] for h in n_best] == [h["tokens"] for h in alone]
+        for hypothesis, expected in zip(n_best, alone):
+            for key in ("score", "log_prob", "alignment"):
+                np.testing.assert_allclose(hypothesis[key], expected[key], atol=1e-4)
+
+
+def test_decode_through_slots_leaves_padding_examples_empty_and_alignment_optional():
+    translator = tiny_translator(seed=1)
+    ids = np.array([[5, 6, 7, 0], [8, 0, 0, 0], [9, 10, 0, 0], [5, 5, 5, 5]], np.int32)
+    length = np.array([3, 1, 2, 4], np.int32)
+    sampler = BeamSampler(beam_size=2, compact_batch=True)
+    expected = translator.decode(ids[:3], length[:3], sampler)
+    outputs = translator.decode(ids, length, sampler, num_slots=2, num_examples=3,
+                                alignment=False)
+    assert "alignment" not in outputs
+    np.testing.assert_array_equal(outputs["ids"][:3], expected["ids"])
+    np.testing.assert_allclose(outputs["scores"][:3], expected["scores"], atol=1e-5)
+    assert outputs["lengths"].numpy()[3].tolist() == [0]
+
+
+def test_decoding_streams_group_by_width_longest_first():
+    """Sentences regroup by source width bucket (16, 32), longest first, at most
+    `maximum_size` a stream, padded to the slots times a power of two."""
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(1, 30, size=40)
+    batches = []
+    for start in range(0, 40, 8):
+        batch_lengths = lengths[start:start + 8]
+        ids = np.zeros([8, batch_lengths.max()], np.int32)
+        for row, n in enumerate(batch_lengths):
+            ids[row, :n] = start + row + 1  # each sentence's ids name it
+        batches.append({"index": np.arange(start, start + 8), "ids": ids,
+                        "length": batch_lengths})
+    streams = decoding_streams(batches, num_slots=4, maximum_size=12)
+    seen = []
+    for stream in streams:
+        widths = {16 if n <= 16 else 32 for n in stream["length"]}
+        assert len(widths) == 1 and len(stream["index"]) <= 12
+        assert list(stream["length"]) == sorted(stream["length"], reverse=True)
+        assert stream["size"] in (4, 8, 12) and stream["size"] >= len(stream["index"])
+        assert stream["ids"].shape[1] == stream["length"].max()
+        for row, index in enumerate(stream["index"]):
+            n = lengths[index]
+            assert (stream["ids"][row, :n] == index + 1).all() and not stream["ids"][row, n:].any()
+        seen.extend(stream["index"].tolist())
+    assert sorted(seen) == list(range(40))
