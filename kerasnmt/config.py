@@ -515,9 +515,10 @@ _SCHEMA = {
             False,
             _Boolean(),
             "Stop each sentence as soon as its hypotheses have finished and decode the "
-            "unfinished ones in smaller batches (`BeamSampler(compact_batch=True)`): faster, "
-            "and each result is the one of the sentence decoded alone. OpenNMT-tf (`false`) "
-            "decodes a finished sentence on with its batch.",
+            "unfinished ones in smaller batches (`BeamSampler(compact_batch=True)`; `translate` "
+            "from a checkpoint streams the sentences through `batch_size` decoding slots): "
+            "faster, and each result is the one of the sentence decoded alone. OpenNMT-tf "
+            "(`false`) decodes a finished sentence on with its batch.",
         ),
         "early_exit": _Option(
             False,
