@@ -48,9 +48,12 @@ def test_overfits_twenty_pairs_from_raw_strings():
     x, y = _model_batch(translator, sources, targets)
     lengths, ids_out = y["length"].numpy(), y["ids_out"].numpy()
 
+    @tf.function  # checked after every epoch: one trace instead of an eager pass each time
+    def teacher_forced_argmax():
+        return tf.argmax(translator(x)["logits"], -1, output_type=tf.int32)
+
     def teacher_forced_predictions():
-        logits = translator(x)["logits"]
-        return tf.argmax(logits, -1, output_type=tf.int32).numpy()
+        return teacher_forced_argmax().numpy()
 
     def reproduces_every_target():
         predictions = teacher_forced_predictions()
