@@ -3,8 +3,9 @@
 The reference model of `bench/reference_model.py` (3+3 layers, 256 units, 4 heads, FFN
 1024, relative positions 20, joint 8k SentencePiece) translates the 1,000 sentences of
 `test_2016_flickr.en` with `Translator.translate` (batches of 32 sorted by length, source
-widths bucketed, one compiled decode per width), greedy and beam search (beam 4, length
-penalty 0.6), float32.
+widths bucketed, one compiled decode per width; with the `-compact` searches the
+sentences of each width stream through 32 decoding slots instead), greedy and beam search
+(beam 4, length penalty 0.6), float32.
 
 Weights: `--checkpoint` (a `.keras` file, or a directory of `tf.train.Checkpoint`s as
 written by `kerasnmt.training.CheckpointCallback`). Without one, the model is first
