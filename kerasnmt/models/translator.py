@@ -1,5 +1,6 @@
 """The translation model users fit, evaluate (and later translate with and export)."""
 
+import concurrent.futures
 import functools
 import json
 import math
@@ -606,6 +607,7 @@ class Translator(keras.Model):
         replace_unknown_target=False,
         jit_compile=True,
         shortlist=None,
+        decoding_threads=2,
     ):
         """Translates sentences (raw text in, detokenized text out, in input order).
 
@@ -616,11 +618,13 @@ class Translator(keras.Model):
         every later call; the translations are put back in input order.
 
         With `BeamSampler(compact_batch=True)` (each result the one of its sentence decoded
-        alone), the sentences of each source width instead stream through `batch_size`
-        decoding slots, longest first (`decode` with `num_slots`; up to `16 * batch_size`
-        sentences a call, padded to `batch_size` times a power of two): a slot takes the
-        next sentence as soon as its own is done, so no step waits for the longest
-        translation of a batch.
+        alone), the sentences of each source width instead stream through decoding slots,
+        longest first (`decode` with `num_slots`; up to 16 times the slots a call, padded
+        to the slots times a power of two): a slot takes the next sentence as soon as its
+        own is done, so no step waits for the longest translation of a batch. The streams
+        go through `decoding_threads` concurrent calls of `batch_size / decoding_threads`
+        slots each (`batch_size` sentences decoded at once in all): one decoding step uses
+        little more than one core, two steps at once keep two busy.
 
         Args:
             sentences: source sentences (list, NumPy array or 1-D string tensor).
@@ -638,6 +642,7 @@ class Translator(keras.Model):
                 tokens its sources' shortlists allow (faster; see `decode`), padded to
                 `shortlist.width` ids; a batch that needs more is decoded over the whole
                 vocabulary.
+            decoding_threads: with `compact_batch`, the streams decoded at once (above).
 
         Returns:
             A list of strings, one per sentence; with `return_details`, one list per
@@ -647,6 +652,11 @@ class Translator(keras.Model):
             `[len(tokens), source tokens]` attention weights).
         """
         sampler = BeamSampler() if sampler is None else sampler
+        if isinstance(decoding_threads, bool) or not isinstance(decoding_threads, int) or (
+            decoding_threads < 1
+        ):
+            raise ValueError(f"Translator.translate: decoding_threads must be an int >= 1, got "
+                             f"{decoding_threads!r}")
         sentences = _string_array(sentences, "sentences")
         batches = inference_dataset(
             tf.data.Dataset.from_tensor_slices(sentences),
@@ -660,41 +670,44 @@ class Translator(keras.Model):
 
         batches = ({key: value.numpy() for key, value in features.items()}
                    for features in batches)
+        num_slots = max(1, batch_size // decoding_threads)
         if sampler.compact_batch:
-            batches = decoding_streams(batches, batch_size)
+            batches = decoding_streams(batches, num_slots)
 
-        def translated_batches():
-            for features in batches:
-                length = features["length"]
-                ids, padded_length = pad_batch(
-                    features["ids"], length, features.get("size", batch_size),
-                    bucket_source_width(length.max() if len(length) else 0),
-                )
-                shortlist_ids = None
-                if shortlist is not None:
-                    padded_ids, fits = shortlist.padded_target_ids(ids)
-                    shortlist_ids = padded_ids if fits else None
-                slots = {}
-                if "size" in features:
-                    slots = {"num_slots": batch_size, "num_examples": tf.constant(len(length))}
-                outputs = decode(tf.constant(ids), tf.constant(padded_length), shortlist_ids,
-                                 alignment=return_details or replace_unknown_target, **slots)
-                tokens = features["tokens"] if replace_unknown_target else None
-                results = hypotheses(
-                    outputs, len(length), target_vocabulary, unknown_id, tokens, length
-                )
-                texts = self.preprocessor.target_tokenizer.detokenize(tf.ragged.constant(
-                    [h["tokens"] for n_best in results for h in n_best], dtype=tf.string,
-                    ragged_rank=1,
-                )).numpy()
-                for n_best in results:
-                    for hypothesis in n_best:
-                        hypothesis["text"], texts = texts[0].decode(), texts[1:]
-                if not return_details:
-                    results = [n_best[0]["text"] for n_best in results]
-                yield features["index"], results
+        def translate_batch(features):
+            length = features["length"]
+            ids, padded_length = pad_batch(
+                features["ids"], length, features.get("size", batch_size),
+                bucket_source_width(length.max() if len(length) else 0),
+            )
+            shortlist_ids = None
+            if shortlist is not None:
+                padded_ids, fits = shortlist.padded_target_ids(ids)
+                shortlist_ids = padded_ids if fits else None
+            slots = {}
+            if "size" in features:
+                slots = {"num_slots": num_slots, "num_examples": tf.constant(len(length))}
+            outputs = decode(tf.constant(ids), tf.constant(padded_length), shortlist_ids,
+                             alignment=return_details or replace_unknown_target, **slots)
+            tokens = features["tokens"] if replace_unknown_target else None
+            results = hypotheses(
+                outputs, len(length), target_vocabulary, unknown_id, tokens, length
+            )
+            texts = self.preprocessor.target_tokenizer.detokenize(tf.ragged.constant(
+                [h["tokens"] for n_best in results for h in n_best], dtype=tf.string,
+                ragged_rank=1,
+            )).numpy()
+            for n_best in results:
+                for hypothesis in n_best:
+                    hypothesis["text"], texts = texts[0].decode(), texts[1:]
+            if not return_details:
+                results = [n_best[0]["text"] for n_best in results]
+            return features["index"], results
 
-        return list(in_original_order(translated_batches()))
+        if not sampler.compact_batch or decoding_threads == 1 or len(batches) == 1:
+            return list(in_original_order(map(translate_batch, batches)))
+        with concurrent.futures.ThreadPoolExecutor(decoding_threads) as threads:
+            return list(in_original_order(threads.map(translate_batch, batches)))
 
     def _decode_function(self, sampler, jit_compile):
         """`decode` with `sampler` as a `tf.function`, one per sampler configuration (kept:

@@ -13,11 +13,14 @@ from tests.models.translator_fixtures import corpus, tiny_translator
 @pytest.mark.parametrize("maximum_relative_position", [4, None])
 def test_translate_streams_sentences_through_slots_each_as_if_alone(maximum_relative_position):
     """An untrained model (translations of all lengths, many cut at their limit; relative
-    positions, or sinusoidal ones) translates 14 sentences through 4 slots
-    (`compact_batch`): each n-best list, score and alignment is that of the sentence
-    decoded alone by the plain batch search."""
+    positions, or sinusoidal ones) translates 14 sentences (two source widths, so two
+    streams, decoded by two threads through 2 slots each: `compact_batch`, batch size 4):
+    each n-best list, score and alignment is that of the sentence decoded alone by the
+    plain batch search."""
     translator = tiny_translator(seed=5, maximum_relative_position=maximum_relative_position)
-    sentences, _ = corpus(14, seed=3)
+    sentences, _ = corpus(13, seed=3)
+    sentences = list(sentences) + [" ".join(sentences[:6])]
+    assert len(sentences[-1].split()) > 16 >= max(len(s.split()) for s in sentences[:-1])
     options = dict(beam_size=3, n_best=2, length_penalty=0.6)
     streamed = translator.translate(sentences, sampler=BeamSampler(compact_batch=True, **options),
                                     batch_size=4, return_details=True,
