@@ -22,7 +22,7 @@ quickstart: install-core
 	$(BIN)/python examples/quickstart/quickstart.py
 
 test: install
-	$(BIN)/python -m pytest -q -n 2 tests
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile tests
 
 docs: install
 	$(BIN)/mkdocs build --strict
