@@ -12,13 +12,16 @@ first use; that is start-up cost, not serving cost). Then it prints:
 - single sentences: the p50 and p95 latency of `serving_default` called with one
   sentence, over `--single-sentences` sentences of the file;
 - batch 32: the whole file translated in batches of `--batch-size` sentences in file
-  order, as sentences/s (and translated tokens/s, by whitespace).
+  order, as sentences/s (and translated tokens/s, by whitespace); with `--concurrency N`,
+  N clients send their batches at once (threads), as TF Serving serves concurrent
+  requests (one request's decoding keeps little more than one core busy).
 
 The decoding options are the export's (beam size, length penalty, ...); the figures are
 comparable only between exports with the same options, on the same machine.
 """
 
 import argparse
+import concurrent.futures
 import importlib.util
 import os
 import platform
@@ -43,6 +46,8 @@ def parse_arguments():
                         help="sentences timed one at a time (default: %(default)s)")
     parser.add_argument("--repeats", type=int, default=3,
                         help="passes over the file at batch size, the best is kept")
+    parser.add_argument("--concurrency", type=int, default=1,
+                        help="requests in flight at once for the batch measurement")
     return parser.parse_args()
 
 
@@ -84,15 +89,17 @@ def main():
         translate(source=tf.constant([sentence]))
         latencies.append(time.perf_counter() - begin)
 
+    def translated_words(batch):
+        outputs = translate(source=tf.constant(batch))
+        return sum(len(t.split()) for t in outputs["translation"].numpy())
+
     best, tokens = None, 0
-    for _ in range(args.repeats):
-        begin = time.perf_counter()
-        tokens = 0
-        for batch in batches:
-            outputs = translate(source=tf.constant(batch))
-            tokens += sum(len(t.split()) for t in outputs["translation"].numpy())
-        elapsed = time.perf_counter() - begin
-        best = elapsed if best is None else min(best, elapsed)
+    with concurrent.futures.ThreadPoolExecutor(args.concurrency) as clients:
+        for _ in range(args.repeats):
+            begin = time.perf_counter()
+            tokens = sum(clients.map(translated_words, batches))
+            elapsed = time.perf_counter() - begin
+            best = elapsed if best is None else min(best, elapsed)
 
     imported = sorted({name.split(".")[0] for name, module in sys.modules.items()
                        if module is not None and name.split(".")[0] in BLOCKED})
@@ -103,7 +110,8 @@ def main():
           f"{warmup_seconds:.1f} s")
     print(f"single sentences ({len(latencies)}): p50 {1000 * statistics.median(latencies):.1f} ms, "
           f"p95 {1000 * percentile(latencies, 0.95):.1f} ms")
-    print(f"batch {args.batch_size} ({len(sentences)} sentences, best of {args.repeats}): "
+    print(f"batch {args.batch_size}, {args.concurrency} at once ({len(sentences)} sentences, "
+          f"best of {args.repeats}): "
           f"{len(sentences) / best:.1f} sentences/s, {tokens / best:.0f} target words/s")
 
 
