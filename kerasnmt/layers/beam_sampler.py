@@ -265,6 +265,15 @@ class BeamSampler(keras.layers.Layer):
                 "attention vectors step_fn returns)"
             )
         start_ids = tf.cast(start_ids, tf.int32)
+        if num_slots is not None and start_ids.shape[0] == 0:
+            outputs = {"ids": tf.zeros([0, self.n_best, self.max_length], tf.int32),
+                       "lengths": tf.zeros([0, self.n_best], tf.int32),
+                       "log_probs": tf.zeros([0, self.n_best]),
+                       "scores": tf.zeros([0, self.n_best])}
+            if attention_size is not None:
+                outputs["alignment"] = tf.zeros([0, self.n_best, self.max_length,
+                                                 attention_size])
+            return outputs
         if num_slots is not None:
             return self._search_in_slots(
                 step_fn, start_ids, end_id, initial_state, attention_size, unordered_state,
