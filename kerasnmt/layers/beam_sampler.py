@@ -312,16 +312,10 @@ class BeamSampler(keras.layers.Layer):
         returns_attention = []  # filled when the first step runs (eager) or is traced
 
         def body(loop):
-            state = loop.get("state")
-            if "unordered_state" in loop:
-                state = ({} if state is None else state, loop["unordered_state"])
-            outputs = step_fn(loop["ids"], loop["step"], state)
-            logits, attention, new_state = self._check_step_outputs(
-                outputs, state, loop["ids"].shape[0], attention_size
+            logits, attention, new_state, new_unordered_state = self._call_step_fn(
+                lambda state: step_fn(loop["ids"], loop["step"], state), loop,
+                loop["ids"].shape[0], attention_size, returns_attention,
             )
-            returns_attention[:] = [attention is not None]
-            if "unordered_state" in loop:
-                new_state, new_unordered_state = new_state
             next_loop = self._step(loop, logits, attention, new_state, end_id, seed)
             if "unordered_state" in loop:
                 next_loop["unordered_state"] = new_unordered_state
@@ -402,16 +396,10 @@ class BeamSampler(keras.layers.Layer):
         returns_attention = []  # filled when the first step runs (eager) or is traced
 
         def body(loop):
-            state = loop.get("state")
-            if "unordered_state" in loop:
-                state = ({} if state is None else state, loop["unordered_state"])
-            outputs = step_fn(loop["ids"], loop["steps"], state, loop["examples"])
-            logits, attention, new_state = self._check_step_outputs(
-                outputs, state, num_rows, attention_size
+            logits, attention, new_state, new_unordered_state = self._call_step_fn(
+                lambda state: step_fn(loop["ids"], loop["steps"], state, loop["examples"]),
+                loop, num_rows, attention_size, returns_attention,
             )
-            returns_attention[:] = [attention is not None]
-            if "unordered_state" in loop:
-                new_state, new_unordered_state = new_state
             row_steps = tf.repeat(loop["steps"], beam_size)
             hypotheses, word_ids, beam_ids, attention = self._advance(
                 loop, logits, attention, new_state, end_id, seed, row_steps,
@@ -633,6 +621,26 @@ class BeamSampler(keras.layers.Layer):
             elif key != "step":
                 gathered[key] = gather_per_row(value)
         return gathered
+
+    def _call_step_fn(self, call, loop, static_rows, attention_size, returns_attention):
+        """Runs `call(state)` (`step_fn` with the loop's ids and steps) on the loop's state,
+        paired with its unordered state when it has one, and checks what it returns.
+
+        Returns:
+            `(logits, attention, new_state, new_unordered_state)` (the last `None` without
+            an unordered state); `returns_attention` is set to `[attention is not None]`.
+        """
+        state = loop.get("state")
+        if "unordered_state" in loop:
+            state = ({} if state is None else state, loop["unordered_state"])
+        logits, attention, new_state = self._check_step_outputs(
+            call(state), state, static_rows, attention_size
+        )
+        returns_attention[:] = [attention is not None]
+        new_unordered_state = None
+        if "unordered_state" in loop:
+            new_state, new_unordered_state = new_state
+        return logits, attention, new_state, new_unordered_state
 
     def _check_step_outputs(self, outputs, state, static_rows, attention_size):
         if not isinstance(outputs, (tuple, list)) or len(outputs) != 3:

@@ -439,15 +439,11 @@ class Translator(keras.Model):
         }
         if num_slots is None:
             unordered_state = dict(per_example, self_attention=keys_and_values(caches))
-        else:
-            slot_caches = self.decoder.initial_cache(
-                encoder_outputs[:1], max_length, beam_size=beam_size
-            )
-            unordered_state = {"self_attention": [
-                tf.nest.map_structure(
-                    lambda t: tf.repeat(t, num_slots, axis=0), kv
-                ) for kv in keys_and_values(slot_caches)
-            ]}
+        else:  # the slots' own (zero) beam caches
+            unordered_state = {"self_attention": tf.nest.map_structure(
+                lambda t: tf.zeros([num_slots] + t.shape[1:].as_list(), t.dtype),
+                keys_and_values(caches),
+            )}
         history = tf.zeros([tf.shape(encoder_outputs)[0], max_length], tf.int32)
 
         def step_fn(ids, step, state, examples=None):
@@ -582,14 +578,15 @@ class Translator(keras.Model):
             encoder_outputs, padding_mask, limits, sampler.beam_size, steps, _LOGITS_CHUNK,
             shortlist_ids, num_slots,
         )
+        attention_size = source_ids.shape[1] or tf.shape(source_ids)[1]
         if not alignment and sampler.coverage_penalty == 0:
-            step_fn = _without_attention(step_fn)
+            step_fn, attention_size = _without_attention(step_fn), None
         outputs = sampler(
             step_fn,
             start_ids=tf.fill([tf.shape(source_ids)[0]], START_OF_SENTENCE_ID),
             end_id=END_OF_SENTENCE_ID,
             initial_state=initial_state,
-            attention_size=source_ids.shape[1] or tf.shape(source_ids)[1],
+            attention_size=attention_size,
             unordered_state=unordered_state,
             num_slots=num_slots,
             num_examples=num_examples,
