@@ -3,7 +3,6 @@
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from kerasnmt.layers import BeamSampler
 from kerasnmt.models.translation import decoding_streams
@@ -34,7 +33,7 @@ def test_translate_streams_sentences_through_slots_each_as_if_alone(maximum_rela
         assert [h["tokens"] for h in n_best] == [h["tokens"] for h in alone]
         for hypothesis, expected in zip(n_best, alone):
             for key in ("score", "log_prob", "alignment"):
-                np.testing.assert_allclose(hypothesis[key], expected[key], atol=1e-4)
+                np.testing.assert_allclose(hypothesis[key], expected[key], atol=1e-5)
 
 
 def test_decode_through_slots_leaves_padding_examples_empty_and_alignment_optional():

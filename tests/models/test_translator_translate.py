@@ -139,26 +139,6 @@ def test_translate_reproduces_the_training_corpus_greedy_and_beam_4(trained):
         assert translator.translate(sources, sampler=sampler) == list(targets)
 
 
-def test_translate_with_compact_batch_gives_each_sentence_its_result_alone():
-    """An untrained model (translations of all lengths, many cut at their limit) decodes a
-    batch of 16 (then 4) with compact_batch: each sentence's n-best list, scores and
-    alignments are those of the sentence decoded alone."""
-    translator = tiny_translator(seed=5)
-    sentences, _ = corpus(16, seed=3)
-    sampler = BeamSampler(beam_size=3, n_best=2, length_penalty=0.6, compact_batch=True)
-    together = translator.translate(sentences, sampler=sampler, batch_size=16,
-                                    return_details=True, jit_compile=False)
-    lengths = [len(n_best[0]["tokens"]) for n_best in together]
-    assert min(lengths) < max(lengths)
-    for sentence, n_best in zip(sentences, together):
-        (alone,) = translator.translate([sentence], sampler=sampler, batch_size=1,
-                                        return_details=True, jit_compile=False)
-        assert [h["tokens"] for h in n_best] == [h["tokens"] for h in alone]
-        for hypothesis, expected in zip(n_best, alone):
-            for key in ("score", "log_prob", "alignment"):
-                np.testing.assert_allclose(hypothesis[key], expected[key], atol=1e-5)
-
-
 def test_translate_restores_input_order_across_batches_and_widths(trained):
     """Sorted-by-length batches of 3 (some padded), two source widths, outputs in input order:
     each sentence's translation equals its translation alone."""
