@@ -975,6 +975,8 @@ def test_slots_without_attention_size_record_no_alignment():
     with_alignment = sampler(step_fn, tf.ones([3], tf.int32), END, num_slots=2,
                              attention_size=3)
     assert with_alignment["alignment"].shape == (3, 1, 3, 3)
+    with pytest.raises(ValueError, match="num_slots must be an int >= 1, got 0"):
+        sampler(step_fn, tf.ones([3], tf.int32), END, num_slots=0)
     nothing = tf.function(lambda: sampler(step_fn, tf.zeros([0], tf.int32), END, num_slots=2,
                                           attention_size=3))()
     assert nothing["ids"].shape == (0, 1, 3) and nothing["alignment"].shape == (0, 1, 3, 3)

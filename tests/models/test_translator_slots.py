@@ -50,6 +50,13 @@ def test_decode_through_slots_leaves_padding_examples_empty_and_alignment_option
     assert outputs["lengths"].numpy()[3].tolist() == [0]
 
 
+@pytest.mark.parametrize("threads", [0, 1.5, True])
+def test_translate_refuses_a_bad_number_of_decoding_threads(threads):
+    translator = tiny_translator(seed=1)
+    with pytest.raises(ValueError, match="decoding_threads must be an int >= 1"):
+        translator.translate(["a b"], decoding_threads=threads)
+
+
 def test_decoding_streams_group_by_width_longest_first():
     """Sentences regroup by source width bucket (16, 32), longest first, at most
     `maximum_size` a stream, padded to the slots times a power of two."""
