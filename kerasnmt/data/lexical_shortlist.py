@@ -126,6 +126,16 @@ class LexicalShortlist:
         candidates = tf.concat([self._always, tf.boolean_mask(candidates, candidates >= 0)], 0)
         return tf.sort(tf.unique(candidates).y)
 
+    def target_id_set(self, source_ids):
+        """`target_ids` of one sentence's source ids as a Python set (padding 0 and ids
+        without candidates add nothing): cheap enough to group thousands of sentences by
+        the shortlists they share (`kerasnmt.models.translation.decoding_streams`)."""
+        allowed = set(self.always)
+        for source_id in np.asarray(source_ids).reshape([-1]).tolist():
+            if source_id != PADDING_ID:
+                allowed.update(self.candidates.get(source_id, ()))
+        return allowed
+
     def padded_target_ids(self, source_ids):
         """`(ids [width], fits)`: `target_ids` padded with -1 to `width` ids
         (`Translator.decode`'s `shortlist_ids`), and whether they fit (when they do not,

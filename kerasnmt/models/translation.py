@@ -95,17 +95,23 @@ def pad_batch(source_ids, source_length, batch_size, width):
     return ids, lengths
 
 
-def decoding_streams(batches, num_slots, maximum_size=None):
+def decoding_streams(batches, num_slots, maximum_size=None, shortlist=None):
     """Regroups batches of source features into streams for `Translator.decode(...,
     num_slots=num_slots)`: the sentences of one source width (`bucket_source_width`),
     longest first (so that a stream's last steps decode short sentences), at most
     `maximum_size` (default `16 * num_slots`) per stream.
+
+    With a `shortlist` (`kerasnmt.data.LexicalShortlist`), a stream also ends before the
+    sentence that would take the union of its sentences' shortlists beyond
+    `shortlist.width` ids, so that each stream can be decoded over its shortlist (a stream
+    of 256 Multi30k sentences needs about 3,000 ids, more than the default 2,048).
 
     Args:
         batches: an iterable of NumPy feature dicts (`"index"`, `"ids"` `[B, S]`,
             `"length"`, and optionally `"tokens"` `[B, S]`), e.g. from `inference_dataset`.
         num_slots: the decoding slots.
         maximum_size: the most sentences in a stream.
+        shortlist: cut streams to fit this shortlist's width.
 
     Returns:
         A list of feature dicts, each with the sentences of one stream (`"ids"` cut to
@@ -129,8 +135,7 @@ def decoding_streams(batches, num_slots, maximum_size=None):
     streams = []
     for width in sorted(by_width):
         rows = sorted(by_width[width], key=lambda row: -int(row["length"]))
-        for start in range(0, len(rows), maximum_size):
-            chunk = rows[start:start + maximum_size]
+        for chunk in _stream_chunks(rows, maximum_size, shortlist):
             longest = max(max(int(row["length"]) for row in chunk), 1)
             stream = {
                 key: np.stack([_cut_or_pad(row[key], longest) if key in ("ids", "tokens")
@@ -143,6 +148,23 @@ def decoding_streams(batches, num_slots, maximum_size=None):
             stream["size"] = min(size, maximum_size)
             streams.append(stream)
     return streams
+
+
+def _stream_chunks(rows, maximum_size, shortlist):
+    """Consecutive runs of `rows`, at most `maximum_size` each; with a `shortlist`, a run
+    whose shortlist fits its width also ends before the row that would overflow it."""
+    chunk, target_ids = [], set()
+    for row in rows:
+        row_ids = set() if shortlist is None else shortlist.target_id_set(row["ids"])
+        with_row = target_ids | row_ids
+        overflows = shortlist is not None and len(target_ids) <= shortlist.width < len(with_row)
+        if chunk and (len(chunk) == maximum_size or overflows):
+            yield chunk
+            chunk, with_row = [], row_ids
+        chunk.append(row)
+        target_ids = with_row
+    if chunk:
+        yield chunk
 
 
 def _cut_or_pad(values, width):

@@ -638,7 +638,7 @@ class Translator(keras.Model):
             shortlist: a `kerasnmt.data.LexicalShortlist`: decode each batch over the target
                 tokens its sources' shortlists allow (faster; see `decode`), padded to
                 `shortlist.width` ids; a batch that needs more is decoded over the whole
-                vocabulary.
+                vocabulary. Streams (`compact_batch`) are cut to fit the width.
             decoding_threads: with `compact_batch`, the streams decoded at once (above).
 
         Returns:
@@ -669,7 +669,7 @@ class Translator(keras.Model):
                    for features in batches)
         num_slots = max(1, batch_size // decoding_threads)
         if sampler.compact_batch:
-            batches = decoding_streams(batches, num_slots)
+            batches = decoding_streams(batches, num_slots, shortlist=shortlist)
 
         def translate_batch(features):
             length = features["length"]

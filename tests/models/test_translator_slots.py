@@ -4,9 +4,10 @@
 import numpy as np
 import pytest
 
+from kerasnmt.data.lexical_shortlist import LexicalShortlist
 from kerasnmt.layers import BeamSampler
 from kerasnmt.models.translation import decoding_streams
-from tests.models.translator_fixtures import corpus, tiny_translator
+from tests.models.translator_fixtures import corpus, forbid_outside, tiny_translator
 
 
 @pytest.mark.parametrize("maximum_relative_position", [4, None])
@@ -83,3 +84,58 @@ def test_decoding_streams_group_by_width_longest_first():
             assert (stream["ids"][row, :n] == index + 1).all() and not stream["ids"][row, n:].any()
         seen.extend(stream["index"].tolist())
     assert sorted(seen) == list(range(40))
+
+
+def test_decoding_streams_fit_the_shortlist_width():
+    """With a shortlist, a stream ends before the sentence that would take the union of
+    its sentences' target ids beyond the width: sentence i (ids [10 + i]) adds the target
+    ids {20 + i, 40 + i} to the 3 always allowed (0, 1, 2), so a width of 9 holds three
+    sentences; sentence 5's own shortlist (source id 99) is wider than 9, and its stream,
+    decoded over the whole vocabulary anyway, takes sentences up to `maximum_size`."""
+    candidates = {10 + i: [20 + i, 40 + i] for i in range(8)}
+    candidates[99] = list(range(100, 110))
+    shortlist = LexicalShortlist(candidates, width=9)
+    lengths = np.array([8, 7, 6, 5, 4, 3, 2, 1])  # longest first: the order of the rows
+    ids = np.zeros([8, 8], np.int32)
+    for row, n in enumerate(lengths):
+        ids[row, :n] = 10 + row
+    ids[5, 0] = 99
+    batch = {"index": np.arange(8), "ids": ids, "length": lengths}
+    streams = decoding_streams([batch], num_slots=2, maximum_size=4, shortlist=shortlist)
+    assert [s["index"].tolist() for s in streams] == [[0, 1, 2], [3, 4], [5, 6, 7]]
+    assert [bool(shortlist.padded_target_ids(s["ids"])[1]) for s in streams] == [
+        True, True, False]
+    assert [s["size"] for s in streams] == [4, 2, 4]
+    without = decoding_streams([batch], num_slots=2, maximum_size=4)
+    assert [s["index"].tolist() for s in without] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    for row in ids:
+        assert shortlist.target_id_set(row) == set(shortlist.target_ids([row]).numpy())
+
+
+def test_translate_streams_are_cut_to_fit_the_shortlist():
+    """`translate` with `compact_batch` and a shortlist too narrow for all the sentences
+    together: the {a, b} sentences (longest) and the {c, d} ones each fill the width of 7
+    ids (3 always allowed, 2 per source word), so they stream apart, each stream over its
+    own shortlist: every result is that of its sentence decoded alone by the model that
+    forbids the target tokens outside its group's shortlist."""
+    translator = tiny_translator(seed=5)
+    # Source a b c d are ids 3-6; target A-H are 3-10.
+    shortlist = LexicalShortlist({3: [3, 4], 4: [5, 6], 5: [7, 8], 6: [9, 10]}, width=7)
+    groups = [["a b a b", "b a a"], ["c d", "d", "c"]]
+    options = dict(beam_size=3, n_best=2, length_penalty=0.6)
+    streamed = translator.translate(
+        groups[0] + groups[1], sampler=BeamSampler(compact_batch=True, **options),
+        batch_size=4, return_details=True, jit_compile=False, shortlist=shortlist)
+    expected = []
+    for group, allowed in zip(groups, [[0, 1, 2, 3, 4, 5, 6], [0, 1, 2, 7, 8, 9, 10]]):
+        restricted = tiny_translator(seed=5)
+        forbid_outside(restricted, allowed)
+        expected += [restricted.translate([sentence], sampler=BeamSampler(**options),
+                                          return_details=True, jit_compile=False)[0]
+                     for sentence in group]
+    for n_best, alone in zip(streamed, expected, strict=True):
+        assert [h["tokens"] for h in n_best] == [h["tokens"] for h in alone]
+        for hypothesis, expected_hypothesis in zip(n_best, alone):
+            for key in ("score", "log_prob", "alignment"):
+                np.testing.assert_allclose(hypothesis[key], expected_hypothesis[key],
+                                           atol=1e-5)

@@ -9,7 +9,7 @@ from kerasnmt.data.lexical_shortlist import LexicalShortlist
 from kerasnmt.data.vocabulary import END_OF_SENTENCE_ID, START_OF_SENTENCE_ID
 from kerasnmt.layers import BeamSampler
 from kerasnmt.models.translation import bucket_source_width, hypotheses
-from tests.models.translator_fixtures import corpus, tiny_translator
+from tests.models.translator_fixtures import corpus, forbid_outside, tiny_translator
 
 SOURCE_IDS = np.array([[3, 4, 5, 6, 7], [8, 9, 0, 0, 0], [10, 3, 9, 0, 0]], np.int32)
 SOURCE_LENGTH = np.array([5, 2, 3], np.int32)
@@ -195,14 +195,6 @@ def test_replace_unknown_target_takes_the_most_attended_source_token():
     assert unknowns > 0
 
 
-def _forbid_outside(translator, allowed):
-    """Sets the output bias of every target id not in `allowed` to -1e9."""
-    layer = translator.output_layer
-    bias = translator.output_bias if layer is None else layer.bias
-    forbidden = ~np.isin(np.arange(translator.target_vocabulary_size), allowed)
-    bias.assign(np.where(forbidden, -1e9, bias.numpy()))
-
-
 def test_a_shortlist_decodes_as_a_model_that_forbids_the_other_target_tokens():
     """A batch's shortlist normalizes the probabilities over its tokens: the same search,
     scores and alignments as the model whose output bias is -1e9 outside them (a softmax
@@ -223,7 +215,7 @@ def test_a_shortlist_decodes_as_a_model_that_forbids_the_other_target_tokens():
     too_narrow = LexicalShortlist(shortlist.candidates, [6], width=8)  # 9 ids allowed
     _assert_same_n_best(translator.translate(sentences, shortlist=too_narrow, **arguments), plain)
 
-    _forbid_outside(translator, allowed)
+    forbid_outside(translator, allowed)
     _assert_same_n_best(restricted, translator.translate(sentences, **arguments))
 
 
