@@ -5,8 +5,6 @@ import tensorflow as tf
 
 # Added to masked logits (computed in float32) so that their softmax weight is exactly zero.
 _MASKED_LOGIT = -1e9
-# A beam cache is attended over a prefix of a multiple of this many positions.
-_PREFIX_MULTIPLE = 16
 
 
 @keras.saving.register_keras_serializable(package="kerasnmt")
@@ -242,9 +240,17 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
                 keys = _write_at(cache["keys"], keys, step)
                 values = _write_at(cache["values"], values, step)
                 cache = {"keys": keys, "values": values}
+        # A beam cache: each hypothesis reads its positions from the slots its history names.
+        beam_selector = None
+        if incremental and "history" in cache:
+            beam_selector = tf.one_hot(cache["history"], cache["history"].shape[1], axis=2,
+                                       dtype=queries.dtype)  # [B, K, J, L]
+
         # Cached keys and values are head-major [B, H, S, D], others [B, S, H, D].
         head_major = cache is not None
         query_length = tf.shape(queries)[1]
+        key_length = tf.shape(keys)[-2] if head_major else tf.shape(keys)[1]
+        key_positions = tf.range(key_length)
         # The query positions: [T], or [rows, T] when each example has its own step.
         per_row = incremental and tf.convert_to_tensor(step).shape.rank == 1
         if per_row:
@@ -253,49 +259,6 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
             query_positions = row_steps[:, tf.newaxis] + tf.range(query_length)
         else:
             query_positions = (step if incremental else 0) + tf.range(query_length)
-
-        def attend(keys, values, history=None):
-            return self._attend(queries, keys, values, history, query_positions, per_row,
-                                head_major, attention_mask, use_causal_mask or incremental,
-                                training)
-
-        if incremental and "history" in cache and attention_mask is None and (
-            not return_attention_scores
-        ):
-            # A beam cache holds every step's position; attend to the prefix that holds
-            # the steps so far (the smallest of a few lengths, one compiled branch each).
-            heads, weights = _over_cache_prefix(
-                attend, keys, values, cache["history"], tf.reduce_max(step) + 1
-            )
-        else:
-            heads, weights = attend(keys, values, cache.get("history") if incremental else None)
-        heads = tf.reshape(heads, [query_shape[0], query_shape[1], self.num_heads * self.key_dim])
-        outputs = self.output_dense(heads)
-        if uses_memory_cache and return_attention_scores:  # [B, H, K*T, S] -> [B*K, H, T, S]
-            shape = tf.shape(weights)
-            weights = tf.reshape(weights, [shape[0], shape[1], -1, query_shape[1], shape[3]])
-            weights = tf.reshape(tf.transpose(weights, [0, 2, 1, 3, 4]),
-                                 [query_shape[0], shape[1], query_shape[1], shape[3]])
-
-        results = (outputs,)
-        if cache is not None:
-            results += (cache,)
-        if return_attention_scores:
-            results += (weights,)
-        return results[0] if len(results) == 1 else results
-
-    def _attend(self, queries, keys, values, history, query_positions, per_row, head_major,
-                attention_mask, causal, training):
-        """The attention of `queries` `[B, T, H, D]` over `keys`/`values` (head-major
-        `[B, H, S, D]` or `[B, S, H, D]`, or a beam cache `[B, H, K, S, D]` read through its
-        `history` `[B, K, S]`): `(heads [B, T, H, D], weights [B, H, T, S])`."""
-        # A beam cache: each hypothesis reads its positions from the slots its history names.
-        beam_selector = None
-        if history is not None:
-            beam_selector = tf.one_hot(history, history.shape[1], axis=2,
-                                       dtype=queries.dtype)  # [B, K, J, L]
-        key_length = tf.shape(keys)[-2] if head_major else tf.shape(keys)[1]
-        key_positions = tf.range(key_length)
 
         if beam_selector is not None:
             logits = _beam_logits(queries, keys, beam_selector)
@@ -325,11 +288,11 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
                 mask = mask[:, tf.newaxis, tf.newaxis, :]
             else:
                 mask = mask[:, tf.newaxis, :, :]
-        if causal:
-            causal_mask = key_positions <= query_positions[..., tf.newaxis]
+        if use_causal_mask or incremental:
+            causal = key_positions <= query_positions[..., tf.newaxis]
             if per_row:
-                causal_mask = causal_mask[:, tf.newaxis]  # [rows, 1 (heads), T, S]
-            mask = causal_mask if mask is None else tf.logical_and(mask, causal_mask)
+                causal = causal[:, tf.newaxis]  # [rows, 1 (heads), T, S]
+            mask = causal if mask is None else tf.logical_and(mask, causal)
         logits = tf.cast(logits, tf.float32)
         if mask is not None:
             logits = tf.where(mask, logits, _MASKED_LOGIT)
@@ -346,7 +309,20 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
             weight_per_bucket = tf.einsum(f"bhts,{relative}->bhtr", dropped_weights,
                                           bucket_one_hot)
             heads += tf.einsum("bhtr,rd->bthd", weight_per_bucket, self.relative_position_values)
-        return heads, weights
+        heads = tf.reshape(heads, [query_shape[0], query_shape[1], self.num_heads * self.key_dim])
+        outputs = self.output_dense(heads)
+        if uses_memory_cache and return_attention_scores:  # [B, H, K*T, S] -> [B*K, H, T, S]
+            shape = tf.shape(weights)
+            weights = tf.reshape(weights, [shape[0], shape[1], -1, query_shape[1], shape[3]])
+            weights = tf.reshape(tf.transpose(weights, [0, 2, 1, 3, 4]),
+                                 [query_shape[0], shape[1], query_shape[1], shape[3]])
+
+        results = (outputs,)
+        if cache is not None:
+            results += (cache,)
+        if return_attention_scores:
+            results += (weights,)
+        return results[0] if len(results) == 1 else results
 
     def get_config(self):
         config = super().get_config()
@@ -360,25 +336,6 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
             bias_initializer=keras.initializers.serialize(self.bias_initializer),
         )
         return config
-
-
-def _over_cache_prefix(attend, keys, values, history, needed):
-    """`attend(keys, values, history)` over the first `P` positions of a beam cache
-    (`[B, H, K, L, D]`, history `[B, K, L]`): `P` the smallest multiple of
-    `_PREFIX_MULTIPLE` (or `L`) that holds the `needed` positions, chosen with a
-    `tf.switch_case` over the static lengths (XLA compiles each branch once). A decoding
-    step then costs in proportion to the steps so far, not to the cache's length.
-    Positions beyond `needed` are masked anyway (causal), so the result is the same."""
-    length = keys.shape[3]
-    prefixes = list(range(_PREFIX_MULTIPLE, length, _PREFIX_MULTIPLE)) + [length]
-    if length is None or len(prefixes) == 1:
-        return attend(keys, values, history)
-    branches = [
-        (lambda p=p: attend(keys[:, :, :, :p], values[:, :, :, :p], history[:, :, :p])[0])
-        for p in prefixes
-    ]
-    index = tf.reduce_sum(tf.cast(needed > tf.constant(prefixes[:-1]), tf.int32))
-    return tf.switch_case(index, branches), None
 
 
 def _write_at(cache, update, step):

@@ -152,22 +152,21 @@ def test_docstring_examples():
 def test_beam_cache_reads_each_hypothesis_through_its_history():
     """Hypotheses change rows at every step (random parents inside each example), as in a
     beam search: only the history is reordered, never the keys and values, and each row
-    still gets the full causal attention over its own hypothesis' inputs. The cache holds
-    36 positions: the steps attend over its first 16, then 32 (`_over_cache_prefix`)."""
+    still gets the full causal attention over its own hypothesis' inputs."""
     layer = RelativeMultiHeadAttention(num_heads=2, key_dim=3, maximum_relative_position=2)
-    batch, beam, steps, length = 2, 3, 18, 36
+    batch, beam, steps = 2, 3, 5
     rng = np.random.default_rng(0)
     inputs = rng.normal(size=[steps, batch * beam, 1, 6]).astype(np.float32)
-    cache = layer.initial_cache(batch, length, beam_size=beam)
-    assert cache["keys"].shape == (batch, 2, beam, length, 3)
+    cache = layer.initial_cache(batch, steps, beam_size=beam)
+    assert cache["keys"].shape == (batch, 2, beam, steps, 3)
     step_fn = tf.function(lambda q, c, s: layer(q, cache=c, step=s), jit_compile=True)
     hypotheses = [[] for _ in range(batch * beam)]
     for step in range(steps):
         if step:
             rows = np.arange(batch * beam) // beam * beam + rng.integers(0, beam, batch * beam)
             hypotheses = [list(hypotheses[row]) for row in rows]
-            history = tf.gather(tf.reshape(cache["history"], [batch * beam, length]), rows)
-            cache = dict(cache, history=tf.reshape(history, [batch, beam, length]))
+            history = tf.gather(tf.reshape(cache["history"], [batch * beam, steps]), rows)
+            cache = dict(cache, history=tf.reshape(history, [batch, beam, steps]))
         for row, hypothesis in enumerate(hypotheses):
             hypothesis.append(inputs[step, row, 0])
         outputs, cache = step_fn(inputs[step], cache, tf.constant(step))
@@ -181,11 +180,9 @@ def test_each_example_of_the_cache_at_its_own_step(beam):
     """Examples that start decoding at different steps (`step` `[B]`, as a decoding slot
     that takes a new sentence restarts at 0 over its previous entries): each row gets the
     full causal attention over its own example's inputs since its start, with plain
-    caches and with beam caches (the hypotheses of an example share its step; their
-    20-position cache is attended over its first 16 positions until the largest step
-    needs more)."""
+    caches and with beam caches (the hypotheses of an example share its step)."""
     layer = RelativeMultiHeadAttention(num_heads=2, key_dim=3, maximum_relative_position=2)
-    batch, length = 3, 20
+    batch, length = 3, 6
     rows_per_example = beam or 1
     rng = np.random.default_rng(1)
     starts = np.array([0, 2, 3])  # the step at which each example restarts from 0
