@@ -562,12 +562,23 @@ class _SavedModelTranslator:
         if not os.path.isfile(os.path.join(path, "saved_model.pb")):
             raise OSError(f"{path}: not a SavedModel directory (no saved_model.pb)")
         self.tf = tf
-        self.path = path
         model = tf.saved_model.load(path)
         self.n_best_signature = n_best > 1 or with_alignments
         self.signature = model.signatures["n_best" if self.n_best_signature else "serving_default"]
         self.n_best = n_best
         self.with_alignments = with_alignments
+        # What the export provides is in the signature's output specs: refuse before
+        # reading or decoding anything.
+        outputs = self.signature.structured_outputs
+        available = outputs["translations"].shape[1] if self.n_best_signature else 1
+        if available < n_best:
+            raise ValueError(
+                f"{path} returns {available} hypotheses a sentence (exported with "
+                f"n_best={available}): export it again with --n-best {n_best}"
+            )
+        if with_alignments and "alignments" not in outputs:
+            raise ValueError(f"{path} was exported without alignments: export it again "
+                             "with --with-alignments")
 
     def __call__(self, sentences):
         """A list of n-best lists of hypotheses (`text`, `score`[, `alignment`]), one per
@@ -576,15 +587,6 @@ class _SavedModelTranslator:
         if not self.n_best_signature:
             return [[{"text": text.decode("utf-8"), "score": float(score)}] for text, score in
                     zip(outputs["translation"].numpy(), outputs["score"].numpy())]
-        available = outputs["translations"].shape[1]
-        if available < self.n_best:
-            raise ValueError(
-                f"{self.path} returns {available} hypotheses a sentence (exported with "
-                f"n_best={available}): export it again with --n-best {self.n_best}"
-            )
-        if self.with_alignments and "alignments" not in outputs:
-            raise ValueError(f"{self.path} was exported without alignments: export it again "
-                             "with --with-alignments")
         texts, scores = outputs["translations"].numpy(), outputs["scores"].numpy()
         alignments = outputs["alignments"].numpy() if self.with_alignments else None
         results = []

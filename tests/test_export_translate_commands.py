@@ -82,12 +82,14 @@ def test_export_from_the_run_and_translate_through_the_saved_model(trained_run, 
                                "--next-version", "--n-best", "1", "--no-xla")
     assert status == 0, err
     assert sorted(os.listdir(base)) == ["1", "2"]
+    # What the export cannot give is refused before any input is read (this one does
+    # not exist) or decoded.
     status, out, err = run_cli(capsys, "translate", "--saved-model", base / "2",
-                               "--input", directory / "val.src", "--n-best", "2")
+                               "--input", directory / "unread.src", "--n-best", "2")
     assert status == 2
     assert "exported with n_best=1" in err
     status, out, err = run_cli(capsys, "translate", "--saved-model", base / "2",
-                               "--input", directory / "val.src", "--with-alignments", "hard")
+                               "--input", directory / "unread.src", "--with-alignments", "hard")
     assert status == 2
     assert "was exported without alignments: export it again with --with-alignments" in err
 
