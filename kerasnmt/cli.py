@@ -455,6 +455,12 @@ def _add_model_arguments(parser):
     )
 
 
+def _add_no_xla_argument(parser):
+    parser.add_argument(
+        "--no-xla", action="store_true", help="do not compile the decoding with XLA"
+    )
+
+
 def _check_model_arguments(parser, args):
     if not args.config and not args.model:
         parser.error("give --config (a trained run) or --model (a .keras file)")
@@ -505,9 +511,7 @@ def export(parser):
         "else 256)",
     )
     _add_early_exit_argument(parser)
-    parser.add_argument(
-        "--no-xla", action="store_true", help="do not compile the decoding with XLA"
-    )
+    _add_no_xla_argument(parser)
 
     def run(args):
         from kerasnmt.export import (
@@ -612,7 +616,7 @@ def _unpadded_alignments(alignments):
 class _CheckpointTranslator:
     """Translates with `Translator.translate`."""
 
-    def __init__(self, translator, config, n_best, batch_size, early_exit):
+    def __init__(self, translator, config, n_best, batch_size, early_exit, jit_compile):
         from kerasnmt.training_run import build_shortlist
 
         self.translator = translator
@@ -622,11 +626,13 @@ class _CheckpointTranslator:
         self.batch_size = batch_size
         self.replace_unknown_target = bool(config and config["params"]["replace_unknown_target"])
         self.shortlist = build_shortlist(config, translator.preprocessor) if config else None
+        self.jit_compile = jit_compile
 
     def __call__(self, sentences):
         results = self.translator.translate(
             sentences, sampler=self.sampler, batch_size=self.batch_size, return_details=True,
             replace_unknown_target=self.replace_unknown_target, shortlist=self.shortlist,
+            jit_compile=self.jit_compile,
         )
         return [n_best[: self.n_best] for n_best in results]
 
@@ -703,10 +709,13 @@ def translate(parser):
         help="sentences translated together (default: infer.batch_size of --config, else 32)",
     )
     _add_early_exit_argument(parser)
+    _add_no_xla_argument(parser)
 
     def run(args):
         if args.saved_model and args.early_exit:
             parser.error("--early-exit does not apply to --saved-model (fixed at export)")
+        if args.saved_model and args.no_xla:
+            parser.error("--no-xla does not apply to --saved-model (fixed at export)")
         if args.saved_model and (args.config or args.model or args.checkpoint):
             parser.error("--saved-model goes alone, without --config, --checkpoint or --model")
         if not args.saved_model:
@@ -729,7 +738,7 @@ def translate(parser):
                     f"({config['params']['beam_width']})"
                 )
             translate_batch = _CheckpointTranslator(translator, config, n_best, batch_size,
-                                                    args.early_exit)
+                                                    args.early_exit, not args.no_xla)
         sentences = _read_sentences(args.input)
         stream = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
         try:

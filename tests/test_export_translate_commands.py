@@ -12,6 +12,7 @@ from kerasnmt import cli
 from kerasnmt.config import load_config
 from kerasnmt.data.lexical_shortlist import LexicalShortlist
 from kerasnmt.layers import BeamSampler
+from kerasnmt.models import Translator
 from kerasnmt.training_run import TRAINING_KEYS, build_sampler, restore_translator, train
 from tests.run_fixtures import tiny_run, write_config, write_corpus
 
@@ -94,13 +95,19 @@ def test_export_from_the_run_and_translate_through_the_saved_model(trained_run, 
     assert "was exported without alignments: export it again with --with-alignments" in err
 
 
-def test_translate_from_the_checkpoint_reads_stdin(trained_run, capsys, monkeypatch):
+@pytest.mark.parametrize("no_xla", [False, True])
+def test_translate_from_the_checkpoint_reads_stdin(trained_run, capsys, monkeypatch, no_xla):
     directory, config_path, _, sources, details = trained_run
     stdin = io.TextIOWrapper(io.BytesIO(("\n".join(sources) + "\n").encode("utf-8")))
     monkeypatch.setattr("sys.stdin", stdin)
+    compiled = []
+    translate = Translator.translate
+    monkeypatch.setattr(Translator, "translate", lambda self, *arguments, **options: (
+        compiled.append(options["jit_compile"]) or translate(self, *arguments, **options)))
     status, out, err = run_cli(capsys, "translate", "--config", config_path, "--n-best", "2",
-                               "--with-scores")
+                               "--with-scores", *(["--no-xla"] if no_xla else []))
     assert status == 0, err
+    assert compiled and set(compiled) == {not no_xla}
     lines = out.splitlines()
     assert [line.split(" ||| ")[1] for line in lines] == [
         h["text"] for n_best in details for h in n_best]
@@ -164,6 +171,10 @@ def test_usage_and_input_errors(trained_run, capsys, tmp_path):
     status, out, err = run_cli(capsys, "translate", "--saved-model", tmp_path,
                                "--input", directory / "val.src")
     assert status == 2 and "not a SavedModel directory" in err
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["translate", "--saved-model", str(tmp_path), "--no-xla"])
+    assert exit_info.value.code == 2
+    assert "--no-xla does not apply to --saved-model" in capsys.readouterr().err
 
     (tmp_path / "bad.txt").write_bytes(b"a b\n\xff c\n")
     status, out, err = run_cli(capsys, "translate", "--config", config_path,
