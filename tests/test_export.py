@@ -28,6 +28,9 @@ from kerasnmt.layers import BeamSampler, SentencePieceTokenizer, TranslationPrep
 from kerasnmt.models import Translator
 from tests.models.translator_fixtures import tiny_translator
 
+# Long tests (training, exports, decoding): run first (tests/conftest.py).
+pytestmark = pytest.mark.heavy
+
 REPOSITORY = pathlib.Path(__file__).resolve().parents[1]
 QUICKSTART_DATA = REPOSITORY / "examples" / "quickstart" / "data"
 MAXIMUM_SOURCE_LENGTH = 12

@@ -16,6 +16,9 @@ from kerasnmt.models import Translator
 from kerasnmt.training_run import TRAINING_KEYS, build_sampler, restore_translator, train
 from tests.run_fixtures import tiny_run, write_config, write_corpus
 
+# Long tests (training, exports, decoding): run first (tests/conftest.py).
+pytestmark = pytest.mark.heavy
+
 
 @pytest.fixture(scope="module")
 def trained_run(tmp_path_factory):

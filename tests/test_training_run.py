@@ -14,6 +14,9 @@ from kerasnmt.evaluation import score_translations
 from kerasnmt.training_run import TRAINING_KEYS, build_sampler, restore_translator, train
 from tests.run_fixtures import tiny_run, write_config, write_corpus
 
+# Long tests (training, exports, decoding): run first (tests/conftest.py).
+pytestmark = pytest.mark.heavy
+
 
 @pytest.fixture
 def run_dir(tmp_path):

@@ -6,8 +6,12 @@ import re
 import subprocess
 import sys
 
+import pytest
 import tensorflow as tf
 import tensorflow_text  # noqa: F401 (registers the SentencePiece op the SavedModel uses)
+
+# Long tests (training, exports, decoding): run first (tests/conftest.py).
+pytestmark = pytest.mark.heavy
 
 REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
 

@@ -16,6 +16,9 @@ from kerasnmt.models import translator as translator_module
 from kerasnmt.training import CheckpointCallback, NonFiniteLossError
 from tests.models.translator_fixtures import corpus, tiny_translator
 
+# Long tests (training, exports, decoding): run first (tests/conftest.py).
+pytestmark = pytest.mark.heavy
+
 
 def _model_batch(translator, sources, targets, alignments=None):
     """The model's (x, y) for a few sentences, through the model's own preprocessor."""

@@ -9,6 +9,9 @@ from kerasnmt.layers import BeamSampler
 from kerasnmt.models.translation import decoding_streams
 from tests.models.translator_fixtures import corpus, forbid_outside, tiny_translator
 
+# Long tests (training, exports, decoding): run first (tests/conftest.py).
+pytestmark = pytest.mark.heavy
+
 
 @pytest.mark.parametrize("maximum_relative_position", [4, None])
 def test_translate_streams_sentences_through_slots_each_as_if_alone(maximum_relative_position):

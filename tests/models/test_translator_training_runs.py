@@ -8,11 +8,15 @@ import sys
 
 import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from kerasnmt.training import CheckpointCallback, average_checkpoints
 from tests.models.training_run import compile_for_checkpoint_test, full_state
 from tests.models.translator_fixtures import corpus, tiny_translator
+
+# Long tests (training, exports, decoding): run first (tests/conftest.py).
+pytestmark = pytest.mark.heavy
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
