@@ -325,13 +325,17 @@ def export_translator(
     # tracking the model would store every weight twice (its Keras variable and the
     # TensorFlow variable inside), plus its metric variables.
     archive.track(translator.preprocessor)
-    source_spec = [tf.TensorSpec([None], tf.string, name="source")]
-    archive.add_endpoint(SERVING_SIGNATURE, function.serving_default, source_spec)
-    archive.add_endpoint(
-        N_BEST_SIGNATURE,
-        lambda source: function.n_best(source, with_alignments),
-        source_spec,
-    )
+    source_spec = tf.TensorSpec([None], tf.string, name="source")
+    endpoints = {
+        SERVING_SIGNATURE: function.serving_default,
+        N_BEST_SIGNATURE: lambda source: function.n_best(source, with_alignments),
+    }
+    for name, endpoint in endpoints.items():
+        # Traced once here: the archive traces its endpoints twice (once to list their
+        # variables, once more inside tf.saved_model.save, another tracing context), and
+        # each of its traces only calls this graph.
+        traced = tf.function(endpoint, autograph=False).get_concrete_function(source_spec)
+        archive.add_endpoint(name, _calling(traced), [source_spec])
     # Keras drops a model's train/test/predict functions while SavedModel lists its
     # children and may not put them back (when listing fails and is skipped): an export
     # from a callback would then break the `fit` that runs it.
@@ -342,6 +346,11 @@ def export_translator(
         for name, function in functions.items():
             setattr(translator, name, function)
     return path
+
+
+def _calling(traced):
+    """A function of `source` that calls the traced graph `traced`."""
+    return lambda source: traced(source)
 
 
 def _write_atomically(archive, path):
