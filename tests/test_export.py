@@ -20,6 +20,7 @@ from kerasnmt.data.lexical_shortlist import LexicalShortlist
 from kerasnmt.export import (
     N_BEST_SIGNATURE,
     SERVING_SIGNATURE,
+    _TranslateFunction,
     default_source_length_buckets,
     export_translator,
     next_version_path,
@@ -35,6 +36,8 @@ REPOSITORY = pathlib.Path(__file__).resolve().parents[1]
 QUICKSTART_DATA = REPOSITORY / "examples" / "quickstart" / "data"
 MAXIMUM_SOURCE_LENGTH = 12
 SENTENCES = ["a b c", "d e", "h g f e d c b a", "b", "c c a"]
+# Times an export built the decoding graph, by fixture.
+GRAPHS_BUILT = {}
 
 
 def _sampler():
@@ -43,12 +46,23 @@ def _sampler():
 
 @pytest.fixture(scope="module")
 def whitespace_export(tmp_path_factory):
-    """A tiny whitespace-tokenized model exported with alignments."""
+    """A tiny whitespace-tokenized model exported with alignments (the graphs the export
+    builds counted in `GRAPHS_BUILT`)."""
     translator = tiny_translator(seed=3)
     path = tmp_path_factory.mktemp("whitespace") / "ende" / "1"
-    returned = translator.export(path, sampler=_sampler(),
-                                 maximum_source_length=MAXIMUM_SOURCE_LENGTH,
-                                 with_alignments=True)
+    build = _TranslateFunction.hypotheses
+
+    def counted_build(self, source):
+        GRAPHS_BUILT["whitespace_export"] = GRAPHS_BUILT.get("whitespace_export", 0) + 1
+        return build(self, source)
+
+    _TranslateFunction.hypotheses = counted_build
+    try:
+        returned = translator.export(path, sampler=_sampler(),
+                                     maximum_source_length=MAXIMUM_SOURCE_LENGTH,
+                                     with_alignments=True)
+    finally:
+        _TranslateFunction.hypotheses = build
     assert returned == path
     return translator, path
 
@@ -184,6 +198,12 @@ def test_each_weight_is_stored_once(whitespace_export):
     stored = sum(int(np.prod(shape)) for name, shape in tf.train.list_variables(checkpoint)
                  if dtypes[name].is_floating)
     assert stored == sum(int(np.prod(weight.shape)) for weight in translator.trainable_weights)
+
+
+def test_each_signature_is_traced_once(whitespace_export):
+    """Two signatures, two graphs: Keras's ExportArchive would trace each endpoint twice
+    (once more inside tf.saved_model.save), doubling the export time."""
+    assert GRAPHS_BUILT["whitespace_export"] == 2
 
 
 def test_bad_inputs_do_not_crash_the_loaded_model(whitespace_export):
