@@ -202,7 +202,7 @@ def test_each_weight_is_stored_once(whitespace_export):
 
 def test_each_signature_is_traced_once(whitespace_export):
     """Two signatures, two graphs: Keras's ExportArchive would trace each endpoint twice
-    (once more inside tf.saved_model.save), doubling the export time."""
+    (once more inside tf.saved_model.save)."""
     assert GRAPHS_BUILT["whitespace_export"] == 2
 
 
@@ -381,10 +381,9 @@ def test_a_failed_export_leaves_the_previous_one_intact(whitespace_export, tmp_p
         export_translator(translator, path, sampler=BeamSampler(beam_size=1),
                           maximum_source_length=8)
     monkeypatch.undo()
+    # Byte for byte the export that test_signatures_equal_translate runs.
     assert _files(path) == before
     assert os.listdir(path.parent) == ["1"]  # no temporary directory left
-    outputs = _loaded(path).signatures[SERVING_SIGNATURE](source=tf.constant(SENTENCES))
-    assert _strings(outputs["translation"]) == _translations(translator, SENTENCES)
 
     # A successful export replaces it, and leaves nothing else behind.
     export_translator(translator, path, sampler=BeamSampler(beam_size=1, max_length=20),

@@ -136,10 +136,15 @@ def trained():
 
 
 def test_translate_reproduces_the_training_corpus_greedy_and_beam_4(trained):
+    """Greedy and beam 4 in graph mode, beam 4 through decoding slots compiled with XLA
+    (one compilation: XLA and graph mode agree in test_beam_sampler.py)."""
     translator, sources, targets = trained
-    for sampler in (BeamSampler(beam_size=1), BeamSampler(beam_size=4, length_penalty=0.6),
-                    BeamSampler(beam_size=4, length_penalty=0.6, compact_batch=True)):
-        assert translator.translate(sources, sampler=sampler) == list(targets)
+    for sampler, jit_compile in ((BeamSampler(beam_size=1), False),
+                                 (BeamSampler(beam_size=4, length_penalty=0.6), False),
+                                 (BeamSampler(beam_size=4, length_penalty=0.6,
+                                              compact_batch=True), True)):
+        assert translator.translate(sources, sampler=sampler,
+                                    jit_compile=jit_compile) == list(targets)
 
 
 def test_translate_restores_input_order_across_batches_and_widths(trained):
