@@ -154,10 +154,7 @@ def test_translate_restores_input_order_across_batches_and_widths(trained):
     sentences = list(sources[:7]) + ["a b c d e f g h " * 2 + "a"]  # 17 tokens: width 32
     sampler = BeamSampler(beam_size=1)
     together = translator.translate(sentences, sampler=sampler, batch_size=3, jit_compile=False)
-    alone = [
-        translator.translate([s], sampler=sampler, batch_size=1, jit_compile=False)[0]
-        for s in sentences
-    ]
+    alone = translator.translate(sentences, sampler=sampler, batch_size=1, jit_compile=False)
     assert together == alone
     assert together[:7] == list(targets[:7])
 
@@ -264,7 +261,8 @@ def test_bucket_source_width():
 
 def test_decode_with_a_source_width_unknown_when_tracing():
     """A `[None, None]` signature (as a SavedModel's): one decoding loop per width bucket
-    in the graph, chosen by the actual width, with the static decode's results."""
+    in the graph, chosen by the actual width, with the static decode's results (traced
+    for the static width)."""
     translator = tiny_translator(seed=1)
     sampler = BeamSampler(beam_size=2, n_best=2, max_length=60)  # buckets: 16 (T=43), wider
     decode = tf.function(
@@ -273,7 +271,7 @@ def test_decode_with_a_source_width_unknown_when_tracing():
     )
     for width, steps in ((5, 43), (20, 60)):
         ids = np.pad(SOURCE_IDS, [[0, 0], [0, width - 5]])
-        expected = translator.decode(ids, SOURCE_LENGTH, sampler)
+        expected = tf.function(lambda ids: translator.decode(ids, SOURCE_LENGTH, sampler))(ids)
         outputs = decode(ids, SOURCE_LENGTH)
         assert outputs["ids"].shape[-1] == steps
         np.testing.assert_array_equal(outputs["lengths"], expected["lengths"])
