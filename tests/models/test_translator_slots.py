@@ -30,10 +30,10 @@ def test_translate_streams_sentences_through_slots_each_as_if_alone(maximum_rela
                                     jit_compile=maximum_relative_position is not None)
     lengths = [len(n_best[0]["tokens"]) for n_best in streamed]
     assert min(lengths) < max(lengths)
-    alone_sampler = BeamSampler(**options)
-    for sentence, n_best in zip(sentences, streamed):
-        (alone,) = translator.translate([sentence], sampler=alone_sampler, batch_size=1,
-                                        return_details=True, jit_compile=False)
+    # One sentence a batch: each decoded alone.
+    each_alone = translator.translate(sentences, sampler=BeamSampler(**options), batch_size=1,
+                                      return_details=True, jit_compile=False)
+    for n_best, alone in zip(streamed, each_alone, strict=True):
         assert [h["tokens"] for h in n_best] == [h["tokens"] for h in alone]
         for hypothesis, expected in zip(n_best, alone):
             for key in ("score", "log_prob", "alignment"):
@@ -133,9 +133,8 @@ def test_translate_streams_are_cut_to_fit_the_shortlist():
     for group, allowed in zip(groups, [[0, 1, 2, 3, 4, 5, 6], [0, 1, 2, 7, 8, 9, 10]]):
         restricted = tiny_translator(seed=5)
         forbid_outside(restricted, allowed)
-        expected += [restricted.translate([sentence], sampler=BeamSampler(**options),
-                                          return_details=True, jit_compile=False)[0]
-                     for sentence in group]
+        expected += restricted.translate(group, sampler=BeamSampler(**options), batch_size=1,
+                                         return_details=True, jit_compile=False)
     for n_best, alone in zip(streamed, expected, strict=True):
         assert [h["tokens"] for h in n_best] == [h["tokens"] for h in alone]
         for hypothesis, expected_hypothesis in zip(n_best, alone):
