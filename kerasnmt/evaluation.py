@@ -4,6 +4,8 @@ import dataclasses
 
 from sacrebleu.metrics import BLEU, CHRF
 
+from kerasnmt.data import text_files
+
 SENTENCEPIECE_MARKER = "\u2581"
 BLEU_TOKENIZERS = tuple(BLEU.TOKENIZERS)
 
@@ -101,20 +103,14 @@ def score_translations(hypotheses, references, lowercase=False, tokenize="13a"):
 
 
 def read_lines(path):
-    """Reads a UTF-8 text file as a list of lines without their line endings.
+    """The lines of a UTF-8 text file (gzip-compressed if its name ends with `.gz`) as a
+    list, without their line endings, split as `kerasnmt.data.read_lines` splits them.
 
     Raises:
-        ValueError: naming the file and the line when a line is not valid UTF-8.
+        kerasnmt.data.CorpusError (a `ValueError`): naming the file, the line and the
+            offending byte when a line is not valid UTF-8.
     """
-    with open(path, "rb") as stream:
-        raw_lines = stream.read().splitlines()
-    lines = []
-    for line_number, raw in enumerate(raw_lines, start=1):
-        try:
-            lines.append(raw.decode("utf-8"))
-        except UnicodeDecodeError as error:
-            raise ValueError(f"{path}, line {line_number}: not valid UTF-8 ({error})") from None
-    return lines
+    return [text for _, text in text_files.read_lines(path)]
 
 
 def score_files(hypothesis_path, reference_path, lowercase=False, tokenize="13a"):
