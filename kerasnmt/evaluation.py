@@ -129,12 +129,7 @@ def score_files(hypothesis_path, reference_path, lowercase=False, tokenize="13a"
         ValueError: naming both files and their line counts when these differ, or the
             file and line of a problem in one of them.
     """
-    hypotheses, references = read_lines(hypothesis_path), read_lines(reference_path)
-    if len(hypotheses) != len(references):
-        raise ValueError(
-            f"{hypothesis_path} has {len(hypotheses)} lines but {reference_path} has "
-            f"{len(references)}: the files must be line-aligned"
-        )
+    hypotheses, references = text_files.read_line_aligned(hypothesis_path, reference_path)
     try:
         return score_translations(hypotheses, references, lowercase=lowercase, tokenize=tokenize)
     except ValueError as error:

@@ -29,7 +29,8 @@ from tensorflow.core.framework import summary_pb2
 
 from kerasnmt.data.lexical_shortlist import LexicalShortlist
 from kerasnmt.data.training_pipeline import training_dataset
-from kerasnmt.evaluation import read_lines, score_translations
+from kerasnmt.data.text_files import read_line_aligned
+from kerasnmt.evaluation import score_translations
 from kerasnmt.layers import (
     BeamSampler,
     SentencePieceTokenizer,
@@ -310,14 +311,8 @@ class _Evaluation(keras.callbacks.Callback):
         self.config = config
         self.sampler = sampler
         self.export_fn = export_fn
-        self.sources = read_lines(data["eval_features_file"])
-        self.references = read_lines(data["eval_labels_file"])
-        if len(self.sources) != len(self.references):
-            raise ValueError(
-                f"{data['eval_features_file']} has {len(self.sources)} lines but "
-                f"{data['eval_labels_file']} has {len(self.references)}: the validation "
-                "files must be line-aligned"
-            )
+        self.sources, self.references = read_line_aligned(data["eval_features_file"],
+                                                          data["eval_labels_file"])
         if not self.sources:
             raise ValueError(f"{data['eval_features_file']}: the validation set is empty")
         model_dir = config["model_dir"]

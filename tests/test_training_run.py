@@ -69,6 +69,18 @@ def test_keys_training_needs_are_required(run_dir, capsys):
     assert "data.train_labels_file: required but not set" in err
 
 
+def test_validation_files_of_different_lengths_stop_the_run_before_training(run_dir, capsys):
+    (run_dir / "val.tgt").write_text("A\nB\n", encoding="utf-8")  # val.src has 6 lines
+    config = tiny_run(eval={"steps": 2})
+    config["data"].update(eval_features_file="val.src", eval_labels_file="val.tgt")
+    status = cli.main(["train", "--config", str(write_config(run_dir, config))])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert "val.src has 6 lines but" in err
+    assert "val.tgt has 2: the files must be line-aligned" in err
+    assert not glob.glob(str(run_dir / "model" / "ckpt-*"))
+
+
 def test_trains_checkpoints_resumes_logs_and_averages(run_dir, capsys):
     config_path = write_config(run_dir, tiny_run(train={
         "max_step": 4, "save_checkpoints_steps": 2, "keep_checkpoint_max": 2,

@@ -17,7 +17,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from kerasnmt.data.text_files import CorpusError, read_lines
+from kerasnmt.data.text_files import CorpusError, read_line_aligned, read_lines
 from kerasnmt.data.vocabulary import END_OF_SENTENCE_ID, PADDING_ID
 from kerasnmt.layers.vocab_lookup import UNKNOWN_TOKEN
 
@@ -248,12 +248,7 @@ def corpus_ids(source_paths, target_paths, preprocessor, batch_size=1024):
                          "target files")
     sources, targets = [], []
     for source_path, target_path in zip(source_paths, target_paths):
-        source_lines = [text for _, text in read_lines(source_path)]
-        target_lines = [text for _, text in read_lines(target_path)]
-        if len(source_lines) != len(target_lines):
-            raise CorpusError(f"{source_path} has {len(source_lines)} lines but "
-                              f"{target_path} has {len(target_lines)}: the files must be "
-                              "line-aligned")
+        source_lines, target_lines = read_line_aligned(source_path, target_path)
         for start in range(0, len(source_lines), batch_size):
             source = preprocessor.source_lookup(
                 preprocessor.source_tokenizer(tf.constant(source_lines[start:start + batch_size]))

@@ -86,6 +86,32 @@ def read_lines(path, errors="strict"):
             yield line_number, text
 
 
+def read_line_aligned(first_path, second_path):
+    """The lines of two line-aligned text files (e.g. sources and their references), as two
+    lists of texts read as `read_lines` reads them.
+
+    Raises:
+        CorpusError: when their line counts differ (naming both files and their counts), or
+            as `read_lines` does.
+
+    Examples:
+        >>> import os, tempfile
+        >>> directory = tempfile.mkdtemp()
+        >>> en, de = os.path.join(directory, "val.en"), os.path.join(directory, "val.de")
+        >>> for path, text in ((en, "a cat\\nthe dog\\n"), (de, "eine Katze\\nder Hund")):
+        ...     with open(path, "w", encoding="utf-8") as file:
+        ...         _ = file.write(text)
+        >>> read_line_aligned(en, de)
+        (['a cat', 'the dog'], ['eine Katze', 'der Hund'])
+    """
+    first = [text for _, text in read_lines(first_path)]
+    second = [text for _, text in read_lines(second_path)]
+    if len(first) != len(second):
+        raise CorpusError(f"{first_path} has {len(first)} lines but {second_path} has "
+                          f"{len(second)}: the files must be line-aligned")
+    return first, second
+
+
 def _chunks(path):
     with open_binary(path) as file:
         while chunk := file.read(_CHUNK_SIZE):
