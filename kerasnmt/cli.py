@@ -544,17 +544,11 @@ def export(parser):
 
 def _read_sentences(path):
     """The lines of a UTF-8 file, or of stdin for None/'-'."""
-    from kerasnmt.evaluation import read_lines
+    from kerasnmt.data.text_files import read_lines, read_stream_lines
 
     if path and path != "-":
-        return read_lines(path)
-    lines = []
-    for line_number, raw in enumerate(sys.stdin.buffer.read().splitlines(), start=1):
-        try:
-            lines.append(raw.decode("utf-8"))
-        except UnicodeDecodeError as error:
-            raise ValueError(f"stdin, line {line_number}: not valid UTF-8 ({error})") from None
-    return lines
+        return [text for _, text in read_lines(path)]
+    return [text for _, text in read_stream_lines(sys.stdin.buffer, "stdin")]
 
 
 class _SavedModelTranslator:

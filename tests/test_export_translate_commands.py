@@ -118,6 +118,16 @@ def test_translate_from_the_checkpoint_reads_stdin_without_xla(trained_run, caps
         h["text"] for n_best in details for h in n_best]
 
 
+def test_translate_names_the_stdin_line_that_is_not_utf8(trained_run, capsys, monkeypatch):
+    _, config_path, *_ = trained_run
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"a b\nc \xff d\n")))
+    status, out, err = run_cli(capsys, "translate", "--config", config_path, "--no-xla")
+    assert status == 2
+    assert "stdin, line 2: not valid UTF-8" in err
+    assert "byte 0xff at offset 2 of the line, 6 of the file" in err
+    assert out == ""
+
+
 def test_build_shortlist_and_translate_with_it(trained_run, capsys):
     """The reversal task maps each source word to its capitalized self: with one
     translation per source word and no frequent words, the shortlist is that mapping;

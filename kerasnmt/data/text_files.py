@@ -53,37 +53,49 @@ def read_lines(path, errors="strict"):
         >>> list(read_lines(path))
         [(1, 'a cat'), (2, ''), (3, 'the dog')]
     """
+    with open_binary(path) as file:
+        yield from read_stream_lines(file, path, errors)
+
+
+def read_stream_lines(stream, name, errors="strict"):
+    """Yields the lines of an open binary stream (e.g. `sys.stdin.buffer`) as `read_lines`
+    yields a file's, its errors naming the stream `name`.
+
+    Examples:
+        >>> import io
+        >>> list(read_stream_lines(io.BytesIO(b"a cat\\r\\nthe dog"), "stdin"))
+        [(1, 'a cat'), (2, 'the dog')]
+    """
     if errors not in ERROR_POLICIES:
         raise ValueError(f"errors must be one of {ERROR_POLICIES}, not {errors!r}")
     line_number = 0
     file_offset = 0
-    with open_binary(path) as file:
-        lines = iter(file)
-        while True:
-            try:
-                raw_line = next(lines, None)
-            except (OSError, EOFError) as error:  # gzip.BadGzipFile is an OSError.
-                raise CorpusError(
-                    f"{path}: corrupt gzip data after line {line_number}: {error}"
-                ) from None
-            if raw_line is None:
-                return
-            line_number += 1
-            try:
-                text = raw_line.decode("utf-8", errors=errors)
-            except UnicodeDecodeError as error:
-                bad_byte = raw_line[error.start]
-                raise CorpusError(
-                    f"{path}, line {line_number}: not valid UTF-8 ({error.reason}: byte "
-                    f"0x{bad_byte:02x} at offset {error.start} of the line, "
-                    f"{file_offset + error.start} of the file)"
-                ) from None
-            file_offset += len(raw_line)
-            if text.endswith("\n"):
+    lines = iter(stream)
+    while True:
+        try:
+            raw_line = next(lines, None)
+        except (OSError, EOFError) as error:  # gzip.BadGzipFile is an OSError.
+            raise CorpusError(
+                f"{name}: corrupt gzip data after line {line_number}: {error}"
+            ) from None
+        if raw_line is None:
+            return
+        line_number += 1
+        try:
+            text = raw_line.decode("utf-8", errors=errors)
+        except UnicodeDecodeError as error:
+            bad_byte = raw_line[error.start]
+            raise CorpusError(
+                f"{name}, line {line_number}: not valid UTF-8 ({error.reason}: byte "
+                f"0x{bad_byte:02x} at offset {error.start} of the line, "
+                f"{file_offset + error.start} of the file)"
+            ) from None
+        file_offset += len(raw_line)
+        if text.endswith("\n"):
+            text = text[:-1]
+            if text.endswith("\r"):
                 text = text[:-1]
-                if text.endswith("\r"):
-                    text = text[:-1]
-            yield line_number, text
+        yield line_number, text
 
 
 def read_line_aligned(first_path, second_path):
