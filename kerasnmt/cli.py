@@ -544,10 +544,11 @@ def export(parser):
 
 def _read_sentences(path):
     """The lines of a UTF-8 file, or of stdin for None/'-'."""
-    from kerasnmt.data.text_files import read_lines, read_stream_lines
+    from kerasnmt.data.text_files import read_stream_lines
+    from kerasnmt.evaluation import read_lines
 
     if path and path != "-":
-        return [text for _, text in read_lines(path)]
+        return read_lines(path)
     return [text for _, text in read_stream_lines(sys.stdin.buffer, "stdin")]
 
 
