@@ -588,7 +588,10 @@ _SCHEMA = {
             8, _Integer(minimum=1), "Number of recent checkpoints kept on disk."
         ),
         "save_summary_steps": _Option(
-            100, _Integer(minimum=1), "Log the loss and learning rate every this many steps."
+            100,
+            _Integer(minimum=1),
+            "Every this many steps, log the mean loss, accuracy and perplexity of the steps "
+            "since the previous summary, and the learning rate.",
         ),
         "max_step": _Option(
             500000,

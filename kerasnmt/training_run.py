@@ -274,22 +274,53 @@ class _StopAtStep(keras.callbacks.Callback):
 
 
 class _TrainingSummaries(keras.callbacks.Callback):
-    """Writes the training logs and the learning rate to TensorBoard every `every` steps,
-    at the optimizer step (so a resumed run continues the curves)."""
+    """Writes the loss and metrics of the steps since the last summary, and the learning
+    rate, to TensorBoard every `every` steps, at the optimizer step (so a resumed run
+    continues the curves).
+
+    Keras' batch logs are means since the epoch began (an epoch is `eval.steps` steps):
+    a summary is instead the mean over its own window, taken from the metrics' running
+    totals (each `keras.metrics.Mean` keeps `total` and `count`), as OpenNMT-tf logs the
+    current loss. The batches of a window that an epoch boundary (a metrics reset) cuts
+    are carried over.
+    """
 
     def __init__(self, directory, every):
         super().__init__()
         self.writer = tf.summary.create_file_writer(directory)
         self.every = every
         self._last_step = None
+        self._written = {}  # name -> (total, count) of this epoch at the last summary
+        self._carried = {}  # name -> (total, count) of earlier epochs not yet written
+        self._scratch = {}  # name -> a copy of the metric, to compute a window's result
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._written = {}
+
+    def on_epoch_end(self, epoch, logs=None):
+        for metric in self._mean_metrics():
+            total, count = _totals(metric)
+            written = self._written.get(metric.name, (0.0, 0.0))
+            carried = self._carried.get(metric.name, (0.0, 0.0))
+            self._carried[metric.name] = (carried[0] + total - written[0],
+                                          carried[1] + count - written[1])
 
     def on_train_batch_end(self, batch, logs=None):
         step = _step(self.model)
         if step % self.every or step == self._last_step:
             return
         self._last_step = step
+        values = dict(logs or {})
+        for metric in self._mean_metrics():
+            total, count = _totals(metric)
+            written = self._written.get(metric.name, (0.0, 0.0))
+            carried = self._carried.pop(metric.name, (0.0, 0.0))
+            window = (carried[0] + total - written[0], carried[1] + count - written[1])
+            self._written[metric.name] = (total, count)
+            if window[1] > 0:
+                values[metric.name] = self._result_of(metric, *window)
         with self.writer.as_default():
-            for name, value in (logs or {}).items():
+            for name, value in values.items():
                 write_scalar(name, value, step)
             learning_rate = self.model.optimizer.learning_rate
             write_scalar("learning_rate", keras.ops.convert_to_numpy(learning_rate), step)
@@ -297,6 +328,25 @@ class _TrainingSummaries(keras.callbacks.Callback):
 
     def on_train_end(self, logs=None):
         self.writer.flush()
+
+    def _mean_metrics(self):
+        return [metric for metric in self.model.metrics
+                if isinstance(metric, keras.metrics.Mean)]
+
+    def _result_of(self, metric, total, count):
+        """What `metric` would report with these totals (its own `result`, e.g. `exp` for
+        perplexity)."""
+        if metric.name not in self._scratch:
+            self._scratch[metric.name] = metric.__class__.from_config(metric.get_config())
+        scratch = self._scratch[metric.name]
+        scratch.total.assign(total)
+        scratch.count.assign(count)
+        return float(keras.ops.convert_to_numpy(scratch.result()))
+
+
+def _totals(metric):
+    return (float(keras.ops.convert_to_numpy(metric.total)),
+            float(keras.ops.convert_to_numpy(metric.count)))
 
 
 class _Evaluation(keras.callbacks.Callback):

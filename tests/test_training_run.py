@@ -4,6 +4,7 @@ import glob
 import json
 import os
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -11,7 +12,14 @@ import tensorflow as tf
 from kerasnmt import cli
 from kerasnmt.config import load_config
 from kerasnmt.evaluation import score_translations
-from kerasnmt.training_run import TRAINING_KEYS, build_sampler, restore_translator, train
+from kerasnmt.training import Perplexity
+from kerasnmt.training_run import (
+    TRAINING_KEYS,
+    _TrainingSummaries,
+    build_sampler,
+    restore_translator,
+    train,
+)
 from tests.run_fixtures import tiny_run, write_config, write_corpus
 
 # Long tests (training, exports, decoding): run first (tests/conftest.py).
@@ -136,6 +144,75 @@ def test_trains_checkpoints_resumes_logs_and_averages(run_dir, capsys):
     assert status == 0
     for value, expected in zip(_checkpoint_weights(config_path, str(output)), second):
         np.testing.assert_array_equal(value, expected)
+
+
+class LinearRegression(keras.Model):
+    """A linear regression whose metrics are attributes, as the Translator's are."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.dense = keras.layers.Dense(1)
+        self.error_metric = keras.metrics.Mean(name="error")
+        self.perplexity_metric = Perplexity(name="perplexity")
+
+    def call(self, x):
+        return self.dense(x)
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        squared = keras.ops.square(y_pred - y)
+        self.error_metric.update_state(keras.ops.abs(y_pred - y))
+        self.perplexity_metric.update_state(squared)
+        return keras.ops.mean(squared)
+
+
+class _BatchLogs(keras.callbacks.Callback):
+    def __init__(self):
+        super().__init__()
+        self.logs = []  # per epoch, Keras' logs after each batch
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.logs.append([])
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.logs[-1].append({name: float(value) for name, value in logs.items()})
+
+
+def test_training_summaries_average_the_steps_since_the_last_one(tmp_path):
+    # Keras' batch logs are means since the epoch began. Equal batches weigh the same, so
+    # batch b's own value is b * mean_b - (b - 1) * mean_(b-1); each summary must be the
+    # mean of its window's batches, across an epoch boundary too (steps 5 and 6 here).
+    keras.utils.set_random_seed(3)
+    x = np.random.normal(size=(40, 3)).astype("float32")
+    y = x @ np.array([[1.0], [-2.0], [0.5]], "float32") + 3.0
+    model = LinearRegression(name="regression")
+    model.compile(optimizer=keras.optimizers.SGD(0.05))
+    batch_logs = _BatchLogs()
+    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(4).repeat()
+    model.fit(dataset, steps_per_epoch=5, epochs=2, verbose=0,
+              callbacks=[batch_logs, _TrainingSummaries(str(tmp_path), every=2)])
+
+    def running_mean(logs, name):  # perplexity is exp(mean)
+        return np.log(logs[name]) if name == "perplexity" else logs[name]
+
+    per_batch = {name: [] for name in ("loss", "error", "perplexity")}
+    for epoch in batch_logs.logs:
+        for index, logs in enumerate(epoch):
+            for name, values in per_batch.items():
+                previous = running_mean(epoch[index - 1], name) if index else 0.0
+                values.append((index + 1) * running_mean(logs, name) - index * previous)
+    scalars = _scalars(tmp_path)
+    for name in per_batch:
+        assert sorted(scalars[name]) == [2, 4, 6, 8, 10]
+    for step in (2, 4, 6, 8, 10):
+        window = slice(step - 2, step)
+        assert scalars["loss"][step] == pytest.approx(np.mean(per_batch["loss"][window]),
+                                                      rel=1e-4)
+        assert scalars["error"][step] == pytest.approx(np.mean(per_batch["error"][window]),
+                                                       rel=1e-4)
+        assert scalars["perplexity"][step] == pytest.approx(
+            np.exp(np.mean(per_batch["perplexity"][window])), rel=1e-4)
+    # Not the epoch's running mean (what Keras logs): the loss falls within an epoch.
+    assert scalars["loss"][4] < batch_logs.logs[0][3]["loss"]
 
 
 def test_gradient_accumulation_counts_steps_as_weight_updates(run_dir):
