@@ -287,6 +287,9 @@ def train(parser):
     the sacreBLEU signatures and appended to model_dir/evaluations.jsonl), and
     eval.export_on_best exports the best model to model_dir/export/STEP. At the end,
     train.average_last_checkpoints checkpoints are averaged into model_dir/avg.
+    SIGTERM (sent by `kill`, Slurm or Kubernetes before they kill a job) ends training
+    after the current step with a checkpoint, skips the final evaluation and averaging,
+    and exits with status 143 (128 + 15); Ctrl-C saves a checkpoint at once.
     """
     parser.add_argument("--config", required=True, metavar="RUN_YML", help="the run configuration")
     parser.add_argument(
@@ -308,6 +311,9 @@ def train(parser):
         print(f"Last checkpoint: {result.checkpoint}")
         if result.averaged_checkpoint:
             print(f"Averaged checkpoint: {result.averaged_checkpoint}")
+        if result.signal_number is not None:
+            return 128 + result.signal_number  # the shell's status for a signalled process
+        return 0
 
     return run
 
@@ -798,7 +804,7 @@ def main(argv=None):
     """
     args = make_parser().parse_args(argv)
     try:
-        args.run(args)
+        status = args.run(args)
     except ConfigError as error:
         print(f"{PROGRAM} {args.subcommand}: error: {error}", file=sys.stderr)
         return BAD_INPUT_STATUS
@@ -806,7 +812,7 @@ def main(argv=None):
         message = " ".join(str(error).split())
         print(f"{PROGRAM} {args.subcommand}: error: {message}", file=sys.stderr)
         return BAD_INPUT_STATUS
-    return 0
+    return status or 0
 
 
 if __name__ == "__main__":

@@ -15,11 +15,14 @@ Steps are optimizer steps (weight updates): with gradient accumulation
 (`train.effective_batch_size`), one step is several batches.
 """
 
+import contextlib
 import dataclasses
 import json
 import math
 import os
 import shutil
+import signal
+import threading
 import time
 
 import keras
@@ -253,13 +256,19 @@ def write_scalar(name, value, step):
 
 
 class _StopAtStep(keras.callbacks.Callback):
-    """Stops at `max_step` optimizer steps or after `time_limit` seconds of training."""
+    """Stops at `max_step` optimizer steps, after `time_limit` seconds of training, or at
+    the end of the step during which `request_stop(signal_number)` was called."""
 
     def __init__(self, max_step, time_limit):
         super().__init__()
         self.max_step = max_step
         self.time_limit = time_limit
         self.reason = None
+        self.signal_number = None
+
+    def request_stop(self, signal_number):
+        self.signal_number = signal_number
+        self.reason = f"received {signal.Signals(signal_number).name}"
 
     def on_train_begin(self, logs=None):
         self._start = time.monotonic()
@@ -271,6 +280,21 @@ class _StopAtStep(keras.callbacks.Callback):
             self.reason = f"reached the time limit ({self.time_limit:g} s)"
         if self.reason is not None:
             self.model.stop_training = True
+
+
+@contextlib.contextmanager
+def _stopping_on(signal_number, stopper):
+    """Within the block, `signal_number` asks `stopper` to stop training after the current
+    step instead of killing the process (in the main thread only, where Python handles
+    signals)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal_number, lambda number, frame: stopper.request_stop(number))
+    try:
+        yield
+    finally:
+        signal.signal(signal_number, previous)
 
 
 class _TrainingSummaries(keras.callbacks.Callback):
@@ -355,12 +379,13 @@ class _Evaluation(keras.callbacks.Callback):
     the best model. The values join the epoch's logs as `val_loss`, `val_bleu`, `val_chrf`
     (in Keras' `History`)."""
 
-    def __init__(self, config, sampler, export_fn):
+    def __init__(self, config, sampler, export_fn, stopper):
         super().__init__()
         evaluation, data = config["eval"], config["data"]
         self.config = config
         self.sampler = sampler
         self.export_fn = export_fn
+        self.stopper = stopper
         self.sources, self.references = read_line_aligned(data["eval_features_file"],
                                                           data["eval_labels_file"])
         if not self.sources:
@@ -374,8 +399,8 @@ class _Evaluation(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         step = _step(self.model)
-        if step == self.last_step:
-            return
+        if step == self.last_step or self.stopper.signal_number is not None:
+            return  # Already evaluated, or asked to stop: leave at once.
         self.last_step = step
         results = evaluate_run(self.model, self.config, self.sampler,
                                self.sources, self.references)
@@ -495,6 +520,8 @@ class TrainingResult:
         averaged_checkpoint: the averaged checkpoint, or None.
         stop_reason: why training stopped.
         history: the Keras `History` of `fit` (None when there was nothing to train).
+        signal_number: the signal that stopped the run (`signal.SIGTERM`), or None. A run
+            stopped by a signal skips the final evaluation and checkpoint averaging.
     """
 
     translator: Translator
@@ -503,6 +530,7 @@ class TrainingResult:
     averaged_checkpoint: str | None
     stop_reason: str
     history: keras.callbacks.History | None
+    signal_number: int | None = None
 
 
 def train(config, time_limit=None, verbose="auto"):
@@ -575,20 +603,23 @@ def train(config, time_limit=None, verbose="auto"):
     ]
     if data["eval_features_file"] is not None:
         sampler = build_sampler(config, n_best=1)
-        callbacks.append(_Evaluation(config, sampler, _export_best(config, sampler)))
+        callbacks.append(_Evaluation(config, sampler, _export_best(config, sampler), stopper))
     callbacks.append(stopper)  # last: the epoch ends after the others saw the batch
     epochs = math.ceil(max_step / period) if max_step is not None else 10**9
     try:
-        history = translator.fit(
-            dataset,
-            batch_size=train_section["batch_size"],
-            effective_batch_size=train_section["effective_batch_size"],
-            steps_per_epoch=period * accumulation,
-            initial_epoch=start_step // period,
-            epochs=max(epochs, start_step // period + 1),
-            callbacks=callbacks,
-            verbose=verbose,
-        )
+        # SIGTERM (what Slurm, Kubernetes or `kill` send before killing a job) ends the
+        # run after the current step, with a checkpoint, as the time limit does.
+        with _stopping_on(signal.SIGTERM, stopper):
+            history = translator.fit(
+                dataset,
+                batch_size=train_section["batch_size"],
+                effective_batch_size=train_section["effective_batch_size"],
+                steps_per_epoch=period * accumulation,
+                initial_epoch=start_step // period,
+                epochs=max(epochs, start_step // period + 1),
+                callbacks=callbacks,
+                verbose=verbose,
+            )
     except KeyboardInterrupt:
         if checkpoints.manager is not None:
             path = checkpoints.manager.save(checkpoint_number=_step(translator))
@@ -598,10 +629,11 @@ def train(config, time_limit=None, verbose="auto"):
     last_checkpoint = checkpoints.manager.latest_checkpoint
     averaged = None
     count = train_section["average_last_checkpoints"]
-    if count > 0:
+    if count > 0 and stopper.signal_number is None:
         averaged = average_run_checkpoints(config, translator, count)
     return TrainingResult(
-        translator, step, last_checkpoint, averaged, stopper.reason or "end of training", history
+        translator, step, last_checkpoint, averaged, stopper.reason or "end of training",
+        history, stopper.signal_number,
     )
 
 

@@ -3,6 +3,11 @@
 import glob
 import json
 import os
+import re
+import signal
+import subprocess
+import sys
+import time
 
 import keras
 import numpy as np
@@ -225,6 +230,36 @@ def test_gradient_accumulation_counts_steps_as_weight_updates(run_dir):
     assert int(optimizer.iterations) == 3
     assert int(optimizer._iterations) == 6  # two batches per update
     assert result.checkpoint.endswith("ckpt-3")
+
+
+def test_sigterm_ends_the_run_after_a_step_with_a_checkpoint(run_dir):
+    config = tiny_run(
+        train={"max_step": 100000, "save_checkpoints_steps": 2, "average_last_checkpoints": 2},
+        eval={"steps": 1000},
+    )
+    config["data"].update(eval_features_file="val.src", eval_labels_file="val.tgt")
+    config_path = write_config(run_dir, config)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kerasnmt.cli", "train", "--config", str(config_path),
+         "--verbose", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    model_dir = run_dir / "model"
+    deadline = time.monotonic() + 300
+    while not (model_dir / "ckpt-2.index").exists():
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+        time.sleep(0.2)
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=300)
+    assert process.returncode == 128 + signal.SIGTERM, err[-3000:]
+    step = int(re.search(r"Training stopped at step (\d+): received SIGTERM", out).group(1))
+    assert step >= 2
+    # The step it stopped at is checkpointed and is the one a resumed run starts from.
+    assert tf.train.latest_checkpoint(str(model_dir)) == str(model_dir / f"ckpt-{step}")
+    # No final evaluation nor averaging: a job leaves within its grace period.
+    assert "Evaluation at step" not in out
+    assert not (model_dir / "evaluations.jsonl").exists()
+    assert not (model_dir / "avg").exists()
 
 
 def test_time_limit_stops_training(run_dir):
