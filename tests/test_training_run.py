@@ -246,11 +246,14 @@ def test_sigterm_ends_the_run_after_a_step_with_a_checkpoint(run_dir):
     )
     model_dir = run_dir / "model"
     deadline = time.monotonic() + 300
-    while not (model_dir / "ckpt-2.index").exists():
-        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
-        time.sleep(0.2)
-    process.send_signal(signal.SIGTERM)
-    out, err = process.communicate(timeout=300)
+    try:
+        while not (model_dir / "ckpt-2.index").exists():
+            assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+            time.sleep(0.2)
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=300)
+    finally:
+        process.kill()  # if it is still running, the test failed: leave nothing behind
     assert process.returncode == 128 + signal.SIGTERM, err[-3000:]
     step = int(re.search(r"Training stopped at step (\d+): received SIGTERM", out).group(1))
     assert step >= 2
