@@ -294,7 +294,8 @@ def _stopping_on(signal_number, stopper):
     try:
         yield
     finally:
-        signal.signal(signal_number, previous)
+        # None: the previous handler was not set from Python; the default is the closest.
+        signal.signal(signal_number, signal.SIG_DFL if previous is None else previous)
 
 
 class _TrainingSummaries(keras.callbacks.Callback):
