@@ -315,20 +315,17 @@ class _TrainingSummaries(keras.callbacks.Callback):
         self.writer = tf.summary.create_file_writer(directory)
         self.every = every
         self._last_step = None
-        self._written = {}  # name -> (total, count) of this epoch at the last summary
-        self._carried = {}  # name -> (total, count) of earlier epochs not yet written
+        # name -> (total, count) to subtract from a metric's totals to get the window's:
+        # its totals at the last summary, less what an epoch's end left unwritten.
+        self._offsets = {}
         self._scratch = {}  # name -> a copy of the metric, to compute a window's result
 
-    def on_epoch_begin(self, epoch, logs=None):
-        self._written = {}
-
     def on_epoch_end(self, epoch, logs=None):
+        # Keras resets the totals to zero as the next epoch begins.
         for metric in self._mean_metrics():
             total, count = _totals(metric)
-            written = self._written.get(metric.name, (0.0, 0.0))
-            carried = self._carried.get(metric.name, (0.0, 0.0))
-            self._carried[metric.name] = (carried[0] + total - written[0],
-                                          carried[1] + count - written[1])
+            offset = self._offsets.get(metric.name, (0.0, 0.0))
+            self._offsets[metric.name] = (offset[0] - total, offset[1] - count)
 
     def on_train_batch_end(self, batch, logs=None):
         step = _step(self.model)
@@ -338,12 +335,11 @@ class _TrainingSummaries(keras.callbacks.Callback):
         values = dict(logs or {})
         for metric in self._mean_metrics():
             total, count = _totals(metric)
-            written = self._written.get(metric.name, (0.0, 0.0))
-            carried = self._carried.pop(metric.name, (0.0, 0.0))
-            window = (carried[0] + total - written[0], carried[1] + count - written[1])
-            self._written[metric.name] = (total, count)
-            if window[1] > 0:
-                values[metric.name] = self._result_of(metric, *window)
+            offset = self._offsets.get(metric.name, (0.0, 0.0))
+            self._offsets[metric.name] = (total, count)
+            if count - offset[1] > 0:
+                values[metric.name] = self._result_of(metric, total - offset[0],
+                                                      count - offset[1])
         with self.writer.as_default():
             for name, value in values.items():
                 write_scalar(name, value, step)
