@@ -282,9 +282,10 @@ def train(parser):
     command again continues a run. Checkpoints go to model_dir every
     train.save_checkpoints_steps steps (the last train.keep_checkpoint_max kept),
     TensorBoard logs to model_dir/logs (tensorboard --logdir MODEL_DIR/logs). With
-    data.eval_features_file and data.eval_labels_file, every eval.steps steps the
-    validation set is scored (loss, and BLEU and chrF of its translations, printed with
-    the sacreBLEU signatures and appended to model_dir/evaluations.jsonl), and
+    data.eval_features_file and data.eval_labels_file, at every multiple of eval.steps
+    steps (also in a resumed run) and at the end, the validation set is scored (loss,
+    and BLEU and chrF of its translations, printed with the sacreBLEU signatures and
+    appended to model_dir/evaluations.jsonl), and
     eval.export_on_best exports the best model to model_dir/export/STEP. At the end,
     train.average_last_checkpoints checkpoints are averaged into model_dir/avg.
     SIGTERM (sent by `kill`, Slurm or Kubernetes before they kill a job) ends training

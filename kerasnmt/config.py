@@ -621,7 +621,11 @@ _SCHEMA = {
         "batch_type": _Option(
             "examples", _Choice("examples", "tokens"), "Count `batch_size` in examples or tokens."
         ),
-        "steps": _Option(5000, _Integer(minimum=1), "Evaluate every this many training steps."),
+        "steps": _Option(
+            5000, _Integer(minimum=1),
+            "Evaluate at every multiple of this many training steps (also in a resumed run), "
+            "and when training ends.",
+        ),
         "scorers": _Option(
             ["bleu", "chrf"],
             _ChoiceList("bleu", "chrf", case_sensitive=False),

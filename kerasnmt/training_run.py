@@ -371,10 +371,11 @@ def _totals(metric):
 
 
 class _Evaluation(keras.callbacks.Callback):
-    """At the end of each epoch (`eval.steps` optimizer steps): validation loss, BLEU and
-    chrF of the translations, TensorBoard summaries, the history file, and the export of
-    the best model. The values join the epoch's logs as `val_loss`, `val_bleu`, `val_chrf`
-    (in Keras' `History`)."""
+    """At each multiple of `eval.steps` optimizer steps (also in a run resumed between two,
+    as OpenNMT-tf) and when training ends on another step: validation loss, BLEU and chrF
+    of the translations, TensorBoard summaries, the history file, and the export of the
+    best model. The values join the logs of the epoch they fall in as `val_loss`,
+    `val_bleu`, `val_chrf` (in Keras' `History`)."""
 
     def __init__(self, config, sampler, export_fn, stopper):
         super().__init__()
@@ -391,16 +392,34 @@ class _Evaluation(keras.callbacks.Callback):
         self.writer = tf.summary.create_file_writer(os.path.join(model_dir, LOG_DIRECTORY, "eval"))
         self.history_path = os.path.join(model_dir, EVALUATIONS_FILE)
         self.metric = evaluation["export_on_best"]
+        self.every = evaluation["steps"]
         self.history = _read_history(self.history_path)
         self.last_step = self.history[-1]["step"] if self.history else None
+        self._epoch_values = {}
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = _step(self.model)
+        if step % self.every == 0:
+            self._evaluate(step)
 
     def on_epoch_end(self, epoch, logs=None):
-        step = _step(self.model)
+        if self.model.stop_training:  # the end of training
+            self._evaluate(_step(self.model))
+        if logs is not None:
+            logs.update(self._epoch_values)
+        self._epoch_values = {}
+
+    def _evaluate(self, step):
         if step == self.last_step or self.stopper.signal_number is not None:
             return  # Already evaluated, or asked to stop: leave at once.
         self.last_step = step
+        # `evaluate` resets the metrics, whose totals the epoch's logs are still made of.
+        metric_values = [keras.ops.convert_to_numpy(variable)
+                         for variable in self.model.metrics_variables]
         results = evaluate_run(self.model, self.config, self.sampler,
                                self.sources, self.references)
+        for variable, value in zip(self.model.metrics_variables, metric_values):
+            variable.assign(value)
         record = {"step": step, **{key: value for key, value in results.items()
                                    if not key.endswith("_signature")}}
         text = ", ".join(f"{key} {value:.4g}" if key == "loss" else f"{key} {value:.2f}"
@@ -414,8 +433,8 @@ class _Evaluation(keras.callbacks.Callback):
                 if key != "step":
                     write_scalar(key, value, step)
         self.writer.flush()
-        if logs is not None:
-            logs.update({f"val_{key}": value for key, value in record.items() if key != "step"})
+        self._epoch_values = {f"val_{key}": value for key, value in record.items()
+                              if key != "step"}
         if self.metric is not None and self._is_best(record):
             path = self.export_fn(self.model, step)
             record["exported"] = path

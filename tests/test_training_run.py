@@ -4,6 +4,7 @@ import glob
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -311,6 +312,41 @@ def test_evaluates_every_eval_steps_and_exports_the_best(run_dir, capsys):
     assert os.path.exists(model_dir / "export" / "4" / "saved_model.pb")
     scalars = _scalars(model_dir / "logs" / "eval")
     assert sorted(scalars["bleu"]) == [2, 4]
+
+
+def test_a_resumed_run_evaluates_at_multiples_of_eval_steps(run_dir):
+    """As OpenNMT-tf: resumed at step 4 with `eval.steps: 3`, a run evaluates at step 6
+    (inside its first Keras epoch, steps 5 to 7) and when it ends (7), not at 4 + 3; the
+    evaluation in the middle of the epoch leaves the epoch's training loss and the
+    TensorBoard summaries as they are in the same run without evaluation."""
+    train_section = {"save_checkpoints_steps": 4, "average_last_checkpoints": 0,
+                     "save_summary_steps": 1}
+    config_path = write_config(run_dir, tiny_run(train=dict(train_section, max_step=4)))
+    train(load_config(config_path, required=TRAINING_KEYS), verbose=0)
+    shutil.copytree(run_dir / "model", run_dir / "model_without_evaluation")
+
+    histories = {}
+    for model_dir in ("model", "model_without_evaluation"):
+        config = tiny_run(model_dir=model_dir, train=dict(train_section, max_step=7),
+                          eval={"steps": 3, "export_on_best": None})
+        if model_dir == "model":
+            config["data"].update(eval_features_file="val.src", eval_labels_file="val.tgt")
+        result = train(load_config(write_config(run_dir, config), required=TRAINING_KEYS),
+                       verbose=0)
+        assert result.step == 7
+        histories[model_dir] = result.history.history
+
+    with open(run_dir / "model" / "evaluations.jsonl", encoding="utf-8") as stream:
+        records = [json.loads(line) for line in stream]
+    assert [record["step"] for record in records] == [6, 7]
+    assert histories["model"]["val_loss"] == [pytest.approx(records[-1]["loss"])]
+    assert histories["model"]["loss"] == pytest.approx(
+        histories["model_without_evaluation"]["loss"], rel=1e-6)
+    with_evaluation = _scalars(run_dir / "model" / "logs" / "train")
+    without_evaluation = _scalars(run_dir / "model_without_evaluation" / "logs" / "train")
+    for tag in ("loss", "accuracy", "perplexity"):
+        assert sorted(with_evaluation[tag]) == [1, 2, 3, 4, 5, 6, 7]
+        assert with_evaluation[tag] == pytest.approx(without_evaluation[tag], rel=1e-6)
 
 
 def test_the_sampler_takes_the_decoding_options_of_params(run_dir):
