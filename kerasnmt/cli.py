@@ -285,8 +285,9 @@ def train(parser):
     data.eval_features_file and data.eval_labels_file, at every multiple of eval.steps
     steps (also in a resumed run) and at the end, the validation set is scored (loss,
     and BLEU and chrF of its translations, printed with the sacreBLEU signatures and
-    appended to model_dir/evaluations.jsonl), and
-    eval.export_on_best exports the best model to model_dir/export/STEP. At the end,
+    appended to model_dir/evaluations.jsonl), eval.export_on_best exports the best
+    model to model_dir/export/STEP, and eval.early_stopping ends training when the
+    scores stop improving (OpenNMT-tf's condition). At the end,
     train.average_last_checkpoints checkpoints are averaged into model_dir/avg.
     SIGTERM (sent by `kill`, Slurm or Kubernetes before they kill a job) ends training
     after the current step with a checkpoint, skips the final evaluation and averaging,

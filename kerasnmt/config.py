@@ -647,6 +647,26 @@ _SCHEMA = {
         "max_exports_to_keep": _Option(
             5, _Integer(minimum=1), "Number of best-model exports kept on disk."
         ),
+        "early_stopping": {
+            "metric": _Option(
+                "loss",
+                _Choice("bleu", "chrf", "loss"),
+                "Early stopping's metric: `loss` or one of `scorers`.",
+            ),
+            "min_improvement": _Option(
+                0.0,
+                _Number(0),
+                "The least change of `metric` that counts as an improvement (in its own "
+                "units: BLEU points for `bleu`).",
+            ),
+            "steps": _Option(
+                None,
+                _Integer(minimum=1, nullable=True),
+                "Stop training when none of the last this many evaluations improved "
+                "`metric` by more than `min_improvement` on the evaluation before them (as "
+                "OpenNMT-tf); null: no early stopping.",
+            ),
+        },
     },
     "infer": {
         "batch_size": _Option(32, _Integer(minimum=1), "Translation batch size."),
@@ -693,7 +713,7 @@ _OPENNMT_TF_ONLY = {
     "regularization", "freeze_layers", "contrastive_learning", "decoding_noise",
     "example_weights", "export_vocabulary_assets", "source_embedding", "target_embedding",
     "sequence_controls", "single_pass", "moving_average_decay", "save_eval_predictions",
-    "early_stopping", "export_format", "prefetch_buffer_size", "num_threads",
+    "export_format", "prefetch_buffer_size", "num_threads",
 }
 
 
@@ -909,9 +929,14 @@ def _check_together(config, errors):
             )
         if evaluation["export_on_best"] is not None and data["eval_features_file"] is None:
             error("eval.export_on_best", "needs data.eval_features_file and data.eval_labels_file")
-    metric = evaluation["export_on_best"]
-    if valid("eval") and metric not in (None, "loss") and metric not in evaluation["scorers"]:
-        error("eval.export_on_best", f"{metric!r} is not among eval.scorers")
+    for path in ("eval.export_on_best", "eval.early_stopping.metric"):
+        metric = _get(config, path)
+        if valid("eval") and metric not in (None, "loss") and metric not in evaluation["scorers"]:
+            error(path, f"{metric!r} is not among eval.scorers")
+    if (valid("data", "eval") and evaluation["early_stopping"]["steps"] is not None
+            and data["eval_features_file"] is None):
+        error("eval.early_stopping.steps", "needs data.eval_features_file and "
+              "data.eval_labels_file")
     if valid("params.optimizer", "params.optimizer_params"):
         _check_optimizer_params(params, error)
 

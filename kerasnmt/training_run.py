@@ -266,18 +266,23 @@ class _StopAtStep(keras.callbacks.Callback):
         self.reason = None
         self.signal_number = None
 
+    def stop(self, reason):
+        """Ends training after the current step; the first reason given is the one kept."""
+        if self.reason is None:
+            self.reason = reason
+
     def request_stop(self, signal_number):
         self.signal_number = signal_number
-        self.reason = f"received {signal.Signals(signal_number).name}"
+        self.stop(f"received {signal.Signals(signal_number).name}")
 
     def on_train_begin(self, logs=None):
         self._start = time.monotonic()
 
     def on_train_batch_end(self, batch, logs=None):
         if self.max_step is not None and _step(self.model) >= self.max_step:
-            self.reason = f"reached train.max_step ({self.max_step})"
+            self.stop(f"reached train.max_step ({self.max_step})")
         elif self.time_limit is not None and time.monotonic() - self._start >= self.time_limit:
-            self.reason = f"reached the time limit ({self.time_limit:g} s)"
+            self.stop(f"reached the time limit ({self.time_limit:g} s)")
         if self.reason is not None:
             self.model.stop_training = True
 
@@ -375,7 +380,8 @@ class _Evaluation(keras.callbacks.Callback):
     as OpenNMT-tf) and when training ends on another step: validation loss, BLEU and chrF
     of the translations, TensorBoard summaries, the history file, and the export of the
     best model. The values join the logs of the epoch they fall in as `val_loss`,
-    `val_bleu`, `val_chrf` (in Keras' `History`)."""
+    `val_bleu`, `val_chrf` (in Keras' `History`). With `eval.early_stopping.steps`, an
+    evaluation that meets `early_stop` ends training after its step."""
 
     def __init__(self, config, sampler, export_fn, stopper):
         super().__init__()
@@ -392,6 +398,7 @@ class _Evaluation(keras.callbacks.Callback):
         self.writer = tf.summary.create_file_writer(os.path.join(model_dir, LOG_DIRECTORY, "eval"))
         self.history_path = os.path.join(model_dir, EVALUATIONS_FILE)
         self.metric = evaluation["export_on_best"]
+        self.early_stopping = evaluation["early_stopping"]
         self.every = evaluation["steps"]
         self.history = _read_history(self.history_path)
         self.last_step = self.history[-1]["step"] if self.history else None
@@ -442,6 +449,19 @@ class _Evaluation(keras.callbacks.Callback):
         self.history.append(record)
         with open(self.history_path, "a", encoding="utf-8") as stream:
             stream.write(json.dumps(record) + "\n")
+        self._stop_early()
+
+    def _stop_early(self):
+        steps, metric, min_improvement = (
+            self.early_stopping[key] for key in ("steps", "metric", "min_improvement")
+        )
+        values = [entry[metric] for entry in self.history if metric in entry]
+        if steps is not None and early_stop(values, steps, min_improvement,
+                                            higher_is_better=metric != "loss"):
+            reason = (f"early stopping: {metric} did not improve by more than "
+                      f"{min_improvement:g} in the last {steps} evaluations")
+            print(f"  {reason}", flush=True)
+            self.stopper.stop(reason)
 
     def _is_best(self, record):
         previous = [entry[self.metric] for entry in self.history if self.metric in entry]
@@ -450,6 +470,27 @@ class _Evaluation(keras.callbacks.Callback):
         if self.metric == "loss":
             return record["loss"] < min(previous)
         return record[self.metric] > max(previous)
+
+
+def early_stop(values, steps, min_improvement=0.0, higher_is_better=False):
+    """OpenNMT-tf's early stopping condition: none of the last `steps` values improves by
+    more than `min_improvement` on the value before them (False with fewer than
+    `steps + 1` values).
+
+    Examples:
+        >>> early_stop([3.0, 2.5, 2.45, 2.48], steps=2, min_improvement=0.1)  # none < 2.4
+        True
+        >>> early_stop([3.0, 2.5, 2.45, 2.48], steps=2)  # 2.45 < 2.5
+        False
+        >>> early_stop([20.1, 21.0, 20.9], steps=1, higher_is_better=True)  # BLEU
+        True
+    """
+    if len(values) < steps + 1:
+        return False
+    reference = values[-steps - 1]
+    if higher_is_better:
+        return all(value <= reference + min_improvement for value in values[-steps:])
+    return all(value >= reference - min_improvement for value in values[-steps:])
 
 
 def _read_history(path):

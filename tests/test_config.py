@@ -264,6 +264,9 @@ def test_options_that_contradict_each_other(run_dir):
         eval:
           scorers: chrf
           export_on_best: bleu
+          early_stopping:
+            metric: bleu
+            steps: 4
         infer:
           n_best: 4
         """,
@@ -271,6 +274,7 @@ def test_options_that_contradict_each_other(run_dir):
     assert errors_of(path) == [
         "data.eval_labels_file: required with the other evaluation file but not set",
         "data.train_files_weights: 1 entries for 2 files in data.train_features_file",
+        "eval.early_stopping.metric: 'bleu' is not among eval.scorers",
         "eval.export_on_best: 'bleu' is not among eval.scorers",
         "infer.n_best: 4 is more than params.beam_width (2)",
         "model.num_heads: 8 does not divide model.num_units (100)",
@@ -283,6 +287,13 @@ def test_options_that_contradict_each_other(run_dir):
         "gradient_accumulation_steps)",
         "params.optimizer_params.learning_rate: set params.learning_rate instead",
         "train.average_last_checkpoints: 8 is more than train.keep_checkpoint_max (3)",
+    ]
+
+
+def test_early_stopping_needs_the_validation_files(run_dir):
+    path = write_config(run_dir, "eval:\n  early_stopping:\n    steps: 4\n")
+    assert errors_of(path) == [
+        "eval.early_stopping.steps: needs data.eval_features_file and data.eval_labels_file"
     ]
 
 
@@ -383,7 +394,7 @@ def test_paths_inside_home_are_expanded(run_dir, monkeypatch):
     assert config["data"]["source_vocabulary"] == os.path.join(str(run_dir), "vocab.en")
 
 
-@pytest.mark.parametrize("page", ["getting_started.md", "training.md", "decoding.md"])
+@pytest.mark.parametrize("page", ["getting_started.md", "training.md", "decoding.md", "cli.md"])
 def test_yaml_examples_in_the_docs_are_valid_configurations(page, tmp_path):
     import re
 

@@ -1,5 +1,6 @@
 """`kerasnmt train` / `kerasnmt.training_run.train` and `kerasnmt average-checkpoints`."""
 
+import doctest
 import glob
 import json
 import os
@@ -15,7 +16,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from kerasnmt import cli
+from kerasnmt import cli, training_run
 from kerasnmt.config import load_config
 from kerasnmt.evaluation import score_translations
 from kerasnmt.training import Perplexity
@@ -23,6 +24,7 @@ from kerasnmt.training_run import (
     TRAINING_KEYS,
     _TrainingSummaries,
     build_sampler,
+    early_stop,
     restore_translator,
     train,
 )
@@ -347,6 +349,45 @@ def test_a_resumed_run_evaluates_at_multiples_of_eval_steps(run_dir):
     for tag in ("loss", "accuracy", "perplexity"):
         assert sorted(with_evaluation[tag]) == [1, 2, 3, 4, 5, 6, 7]
         assert with_evaluation[tag] == pytest.approx(without_evaluation[tag], rel=1e-6)
+
+
+@pytest.mark.parametrize("values, steps, min_improvement, higher_is_better, expected", [
+    ([2.0, 1.9], 1, 0.0, False, False),        # 1.9 < 2.0
+    ([2.0, 2.0], 1, 0.0, False, True),         # no change is no improvement
+    ([2.0, 1.9], 1, 0.1, False, True),         # 1.9 is not < 2.0 - 0.1
+    ([2.0, 1.89], 1, 0.1, False, False),
+    ([2.0, 2.1, 1.95, 2.2], 3, 0.0, False, False),  # 1.95 < 2.0, two evaluations before the last
+    ([2.0, 1.5, 2.1, 2.2], 2, 0.0, False, True),    # the reference is 1.5, the last 2 are worse
+    ([2.0, 1.5, 2.1], 3, 0.0, False, False),   # fewer than steps + 1 evaluations
+    ([20.0, 20.5, 20.4], 2, 0.5, True, True),  # BLEU: 20.5 is not > 20.0 + 0.5
+    ([20.0, 20.6, 20.4], 2, 0.5, True, False),
+])
+def test_early_stop_is_opennmt_tfs_condition(values, steps, min_improvement, higher_is_better,
+                                               expected):
+    assert early_stop(values, steps, min_improvement, higher_is_better) is expected
+
+
+def test_docstring_examples_run():
+    assert doctest.testmod(training_run).failed == 0
+
+
+def test_early_stopping_ends_the_run(run_dir, capsys):
+    # No loss improves by 1,000: the second evaluation (step 2) meets the condition.
+    config = tiny_run(
+        train={"max_step": 10, "save_checkpoints_steps": 10, "average_last_checkpoints": 0},
+        eval={"steps": 1, "early_stopping": {"metric": "loss", "min_improvement": 1000,
+                                             "steps": 1}},
+    )
+    config["data"].update(eval_features_file="val.src", eval_labels_file="val.tgt")
+    config_path = write_config(run_dir, config)
+    status = cli.main(["train", "--config", str(config_path), "--verbose", "0"])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    reason = "early stopping: loss did not improve by more than 1000 in the last 1 evaluations"
+    assert f"Training stopped at step 2: {reason}" in out
+    with open(run_dir / "model" / "evaluations.jsonl", encoding="utf-8") as stream:
+        assert [json.loads(line)["step"] for line in stream] == [1, 2]
+    assert tf.train.latest_checkpoint(str(run_dir / "model")) == str(run_dir / "model" / "ckpt-2")
 
 
 def test_the_sampler_takes_the_decoding_options_of_params(run_dir):
