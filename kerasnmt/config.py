@@ -647,6 +647,12 @@ _SCHEMA = {
         "max_exports_to_keep": _Option(
             5, _Integer(minimum=1), "Number of best-model exports kept on disk."
         ),
+        "save_eval_predictions": _Option(
+            False,
+            _Boolean(),
+            "Write the detokenized translations of each evaluation to "
+            "`model_dir/eval/predictions.txt.STEP`, one a line.",
+        ),
         "early_stopping": {
             "metric": _Option(
                 "loss",
@@ -712,8 +718,8 @@ _OPENNMT_TF_ONLY = {
     "average_loss_in_time", "decay_step_duration", "start_decay_steps", "minimum_learning_rate",
     "regularization", "freeze_layers", "contrastive_learning", "decoding_noise",
     "example_weights", "export_vocabulary_assets", "source_embedding", "target_embedding",
-    "sequence_controls", "single_pass", "moving_average_decay", "save_eval_predictions",
-    "export_format", "prefetch_buffer_size", "num_threads",
+    "sequence_controls", "single_pass", "moving_average_decay", "export_format",
+    "prefetch_buffer_size", "num_threads",
 }
 
 

@@ -54,6 +54,7 @@ AVERAGE_DIRECTORY = "avg"
 EXPORT_DIRECTORY = "export"
 LOG_DIRECTORY = "logs"
 EVALUATIONS_FILE = "evaluations.jsonl"
+PREDICTIONS_DIRECTORY = "eval"  # model_dir/eval/predictions.txt.STEP, as OpenNMT-tf
 # Sentences translated together when a batch size is counted in tokens.
 TRANSLATION_BATCH_SIZE = 32
 
@@ -423,8 +424,12 @@ class _Evaluation(keras.callbacks.Callback):
         # `evaluate` resets the metrics, whose totals the epoch's logs are still made of.
         metric_values = [keras.ops.convert_to_numpy(variable)
                          for variable in self.model.metrics_variables]
+        predictions_path = None
+        if self.config["eval"]["save_eval_predictions"]:
+            predictions_path = os.path.join(self.config["model_dir"], PREDICTIONS_DIRECTORY,
+                                            f"predictions.txt.{step}")
         results = evaluate_run(self.model, self.config, self.sampler,
-                               self.sources, self.references)
+                               self.sources, self.references, predictions_path)
         for variable, value in zip(self.model.metrics_variables, metric_values):
             variable.assign(value)
         record = {"step": step, **{key: value for key, value in results.items()
@@ -500,11 +505,12 @@ def _read_history(path):
         return [json.loads(line) for line in stream if line.strip()]
 
 
-def evaluate_run(translator, config, sampler, sources, references):
+def evaluate_run(translator, config, sampler, sources, references, predictions_path=None):
     """Validation loss and the `eval.scorers` of the translations of `sources`.
 
     The loss is computed on batches of `eval.batch_size` (`eval.batch_type`); the
-    translations on batches of `eval.batch_size` sentences (32 when it counts tokens).
+    translations on batches of `eval.batch_size` sentences (32 when it counts tokens),
+    written one a line to `predictions_path` when given.
 
     Returns:
         `{"loss": float, "bleu": float, "bleu_signature": str, "chrf": ..., ...}` for the
@@ -528,6 +534,10 @@ def evaluate_run(translator, config, sampler, sources, references):
         ),
         replace_unknown_target=config["params"]["replace_unknown_target"],
     )
+    if predictions_path is not None:
+        os.makedirs(os.path.dirname(predictions_path), exist_ok=True)
+        with open(predictions_path, "w", encoding="utf-8") as stream:
+            stream.writelines(f"{translation}\n" for translation in translations)
     results = {"loss": float(loss)}
     scores = score_translations(translations, references)
     for scorer in evaluation["scorers"]:

@@ -280,7 +280,8 @@ def test_time_limit_stops_training(run_dir):
 def test_evaluates_every_eval_steps_and_exports_the_best(run_dir, capsys):
     config = tiny_run(
         train={"max_step": 4, "average_last_checkpoints": 0, "save_checkpoints_steps": 2},
-        eval={"steps": 2, "export_on_best": "loss", "max_exports_to_keep": 1},
+        eval={"steps": 2, "export_on_best": "loss", "max_exports_to_keep": 1,
+              "save_eval_predictions": True},
     )
     config["data"].update(eval_features_file="val.src", eval_labels_file="val.tgt")
     config_path = write_config(run_dir, config)
@@ -302,6 +303,10 @@ def test_evaluates_every_eval_steps_and_exports_the_best(run_dir, capsys):
     translations = translator.translate(
         sources, sampler=build_sampler(load_config(config_path), n_best=1), jit_compile=False
     )
+    predictions = model_dir / "eval" / "predictions.txt.4"
+    assert predictions.read_text(encoding="utf-8").splitlines() == translations
+    assert len((model_dir / "eval" / "predictions.txt.2").read_text(
+        encoding="utf-8").splitlines()) == len(sources)
     scores = score_translations(translations, references)
     assert records[-1]["bleu"] == pytest.approx(scores.bleu)
     assert records[-1]["chrf"] == pytest.approx(scores.chrf)
