@@ -335,8 +335,8 @@ class _TrainingSummaries(keras.callbacks.Callback):
 
     def on_train_batch_end(self, batch, logs=None):
         step = _step(self.model)
-        if step % self.every or step == self._last_step:
-            return
+        if step == 0 or step % self.every or step == self._last_step:
+            return  # (0: the first batches of an accumulated update)
         self._last_step = step
         values = dict(logs or {})
         for metric in self._mean_metrics():
@@ -406,8 +406,8 @@ class _Evaluation(keras.callbacks.Callback):
         self._epoch_values = {}
 
     def on_train_batch_end(self, batch, logs=None):
-        step = _step(self.model)
-        if step % self.every == 0:
+        step = _step(self.model)  # 0 after the first batches of an accumulated update
+        if step > 0 and step % self.every == 0:
             self._evaluate(step)
 
     def on_epoch_end(self, epoch, logs=None):

@@ -224,15 +224,23 @@ def test_training_summaries_average_the_steps_since_the_last_one(tmp_path):
 
 
 def test_gradient_accumulation_counts_steps_as_weight_updates(run_dir):
-    config_path = write_config(run_dir, tiny_run(train={
-        "batch_size": 4, "effective_batch_size": 8, "max_step": 3,
-        "average_last_checkpoints": 0, "save_checkpoints_steps": 3,
-    }))
-    result = train(load_config(config_path, required=TRAINING_KEYS), verbose=0)
+    config = tiny_run(
+        train={"batch_size": 4, "effective_batch_size": 8, "max_step": 3,
+               "average_last_checkpoints": 0, "save_checkpoints_steps": 3,
+               "save_summary_steps": 1},
+        eval={"steps": 1},
+    )
+    config["data"].update(eval_features_file="val.src", eval_labels_file="val.tgt")
+    result = train(load_config(write_config(run_dir, config), required=TRAINING_KEYS),
+                   verbose=0)
     optimizer = result.translator.optimizer
     assert int(optimizer.iterations) == 3
     assert int(optimizer._iterations) == 6  # two batches per update
     assert result.checkpoint.endswith("ckpt-3")
+    # Evaluated and summarized after each update, not after the first batch (still step 0).
+    with open(run_dir / "model" / "evaluations.jsonl", encoding="utf-8") as stream:
+        assert [json.loads(line)["step"] for line in stream] == [1, 2, 3]
+    assert sorted(_scalars(run_dir / "model" / "logs" / "train")["loss"]) == [1, 2, 3]
 
 
 def test_sigterm_ends_the_run_after_a_step_with_a_checkpoint(run_dir):
