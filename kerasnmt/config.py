@@ -933,16 +933,13 @@ def _check_together(config, errors):
                 "params.guided_alignment_type",
                 f"{params['guided_alignment_type']!r} needs data.train_alignments",
             )
-        if evaluation["export_on_best"] is not None and data["eval_features_file"] is None:
-            error("eval.export_on_best", "needs data.eval_features_file and data.eval_labels_file")
+        for path in ("eval.export_on_best", "eval.early_stopping.steps"):
+            if _get(config, path) is not None and data["eval_features_file"] is None:
+                error(path, "needs data.eval_features_file and data.eval_labels_file")
     for path in ("eval.export_on_best", "eval.early_stopping.metric"):
         metric = _get(config, path)
         if valid("eval") and metric not in (None, "loss") and metric not in evaluation["scorers"]:
             error(path, f"{metric!r} is not among eval.scorers")
-    if (valid("data", "eval") and evaluation["early_stopping"]["steps"] is not None
-            and data["eval_features_file"] is None):
-        error("eval.early_stopping.steps", "needs data.eval_features_file and "
-              "data.eval_labels_file")
     if valid("params.optimizer", "params.optimizer_params"):
         _check_optimizer_params(params, error)
 

@@ -456,25 +456,33 @@ class _Evaluation(keras.callbacks.Callback):
             stream.write(json.dumps(record) + "\n")
         self._stop_early()
 
+    def _values_of(self, metric):
+        """The metric's values over the evaluations so far, oldest first."""
+        return [entry[metric] for entry in self.history if metric in entry]
+
     def _stop_early(self):
         steps, metric, min_improvement = (
             self.early_stopping[key] for key in ("steps", "metric", "min_improvement")
         )
-        values = [entry[metric] for entry in self.history if metric in entry]
-        if steps is not None and early_stop(values, steps, min_improvement,
-                                            higher_is_better=metric != "loss"):
+        if steps is not None and early_stop(self._values_of(metric), steps, min_improvement,
+                                            higher_is_better=_higher_is_better(metric)):
             reason = (f"early stopping: {metric} did not improve by more than "
                       f"{min_improvement:g} in the last {steps} evaluations")
             print(f"  {reason}", flush=True)
             self.stopper.stop(reason)
 
     def _is_best(self, record):
-        previous = [entry[self.metric] for entry in self.history if self.metric in entry]
+        previous = self._values_of(self.metric)
         if not previous:
             return True
-        if self.metric == "loss":
-            return record["loss"] < min(previous)
-        return record[self.metric] > max(previous)
+        if _higher_is_better(self.metric):
+            return record[self.metric] > max(previous)
+        return record[self.metric] < min(previous)
+
+
+def _higher_is_better(metric):
+    """BLEU and chrF are better higher, the loss lower."""
+    return metric != "loss"
 
 
 def early_stop(values, steps, min_improvement=0.0, higher_is_better=False):

@@ -2,7 +2,6 @@
 
 import doctest
 import glob
-import json
 import os
 import re
 import shutil
@@ -49,6 +48,11 @@ def _scalars(directory):
                 scalar = float(tf.make_ndarray(value.tensor))
                 values.setdefault(value.tag, {})[event.step] = scalar
     return values
+
+
+def _evaluations(model_dir):
+    """The records of `model_dir/evaluations.jsonl`, oldest first."""
+    return training_run._read_history(os.path.join(model_dir, training_run.EVALUATIONS_FILE))
 
 
 def _checkpoint_weights(config_path, checkpoint):
@@ -238,8 +242,7 @@ def test_gradient_accumulation_counts_steps_as_weight_updates(run_dir):
     assert int(optimizer._iterations) == 6  # two batches per update
     assert result.checkpoint.endswith("ckpt-3")
     # Evaluated and summarized after each update, not after the first batch (still step 0).
-    with open(run_dir / "model" / "evaluations.jsonl", encoding="utf-8") as stream:
-        assert [json.loads(line)["step"] for line in stream] == [1, 2, 3]
+    assert [record["step"] for record in _evaluations(run_dir / "model")] == [1, 2, 3]
     assert sorted(_scalars(run_dir / "model" / "logs" / "train")["loss"]) == [1, 2, 3]
 
 
@@ -296,8 +299,7 @@ def test_evaluates_every_eval_steps_and_exports_the_best(run_dir, capsys):
     result = train(load_config(config_path, required=TRAINING_KEYS), verbose=0)
     out = capsys.readouterr().out
     model_dir = run_dir / "model"
-    with open(model_dir / "evaluations.jsonl", encoding="utf-8") as stream:
-        records = [json.loads(line) for line in stream]
+    records = _evaluations(model_dir)
     assert [record["step"] for record in records] == [2, 4]
     assert set(records[0]) >= {"step", "loss", "bleu", "chrf"}
     assert "BLEU signature: nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp" in out.replace(
@@ -351,8 +353,7 @@ def test_a_resumed_run_evaluates_at_multiples_of_eval_steps(run_dir):
         assert result.step == 7
         histories[model_dir] = result.history.history
 
-    with open(run_dir / "model" / "evaluations.jsonl", encoding="utf-8") as stream:
-        records = [json.loads(line) for line in stream]
+    records = _evaluations(run_dir / "model")
     assert [record["step"] for record in records] == [6, 7]
     assert histories["model"]["val_loss"] == [pytest.approx(records[-1]["loss"])]
     assert histories["model"]["loss"] == pytest.approx(
@@ -398,8 +399,7 @@ def test_early_stopping_ends_the_run(run_dir, capsys):
     assert status == 0, out
     reason = "early stopping: loss did not improve by more than 1000 in the last 1 evaluations"
     assert f"Training stopped at step 2: {reason}" in out
-    with open(run_dir / "model" / "evaluations.jsonl", encoding="utf-8") as stream:
-        assert [json.loads(line)["step"] for line in stream] == [1, 2]
+    assert [record["step"] for record in _evaluations(run_dir / "model")] == [1, 2]
     assert tf.train.latest_checkpoint(str(run_dir / "model")) == str(run_dir / "model" / "ckpt-2")
 
 
