@@ -36,6 +36,7 @@ REPOSITORY = pathlib.Path(__file__).resolve().parents[1]
 QUICKSTART_DATA = REPOSITORY / "examples" / "quickstart" / "data"
 MAXIMUM_SOURCE_LENGTH = 12
 SENTENCES = ["a b c", "d e", "h g f e d c b a", "b", "c c a"]
+BATCH_SIZE = 8  # whitespace_export's
 # Times an export built the decoding graph, by fixture.
 GRAPHS_BUILT = {}
 
@@ -47,7 +48,8 @@ def _sampler():
 @pytest.fixture(scope="module")
 def whitespace_export(tmp_path_factory):
     """A tiny whitespace-tokenized model exported with alignments (the graphs the export
-    builds counted in `GRAPHS_BUILT`)."""
+    builds counted in `GRAPHS_BUILT`), in batches of 8: the tests' batches, of 8 sentences
+    or fewer, compile one decoding a source width."""
     translator = tiny_translator(seed=3)
     path = tmp_path_factory.mktemp("whitespace") / "ende" / "1"
     build = _TranslateFunction.hypotheses
@@ -60,7 +62,7 @@ def whitespace_export(tmp_path_factory):
     try:
         returned = translator.export(path, sampler=_sampler(),
                                      maximum_source_length=MAXIMUM_SOURCE_LENGTH,
-                                     with_alignments=True)
+                                     batch_size_buckets=(BATCH_SIZE,), with_alignments=True)
     finally:
         _TranslateFunction.hypotheses = build
     assert returned == path
@@ -91,6 +93,12 @@ def sentencepiece_export(tmp_path_factory):
     return translator, path
 
 
+@pytest.fixture(scope="module")
+def whitespace_model(whitespace_export):
+    """`whitespace_export` loaded once: each load compiles its decodings again."""
+    return _loaded(whitespace_export[1])
+
+
 def _loaded(path):
     return tf.saved_model.load(str(path))
 
@@ -110,9 +118,9 @@ def _translations(translator, sentences):
     return translator.translate(sentences, sampler=_sampler(), jit_compile=False)
 
 
-def test_signatures_equal_translate(whitespace_export):
-    translator, path = whitespace_export
-    model = _loaded(path)
+def test_signatures_equal_translate(whitespace_export, whitespace_model):
+    translator, _ = whitespace_export
+    model = whitespace_model
     assert set(model.signatures) == {SERVING_SIGNATURE, N_BEST_SIGNATURE}
     serving = model.signatures[SERVING_SIGNATURE]
     assert serving.structured_input_signature[1] == {
@@ -206,9 +214,9 @@ def test_each_signature_is_traced_once(whitespace_export):
     assert GRAPHS_BUILT["whitespace_export"] == 2
 
 
-def test_bad_inputs_do_not_crash_the_loaded_model(whitespace_export):
-    translator, path = whitespace_export
-    serving = _loaded(path).signatures[SERVING_SIGNATURE]
+def test_bad_inputs_do_not_crash_the_loaded_model(whitespace_export, whitespace_model):
+    translator, _ = whitespace_export
+    serving = whitespace_model.signatures[SERVING_SIGNATURE]
 
     empty = serving(source=tf.constant([], tf.string))
     assert empty["translation"].shape == (0,) and empty["score"].shape == (0,)
@@ -227,12 +235,14 @@ def test_bad_inputs_do_not_crash_the_loaded_model(whitespace_export):
     assert translations[3:] == _translations(translator, [first_tokens, "a \ufffd b", "d e"])
 
 
-def test_batches_larger_than_the_largest_bucket_go_in_chunks(whitespace_export):
-    translator, path = whitespace_export
-    sentences = [SENTENCES[i % len(SENTENCES)] for i in range(70)]  # 64 + 6
-    outputs = _loaded(path).signatures[SERVING_SIGNATURE](source=tf.constant(sentences))
+def test_batches_larger_than_the_largest_bucket_go_in_chunks(whitespace_export,
+                                                           whitespace_model):
+    translator, _ = whitespace_export
+    sentences = [SENTENCES[i % len(SENTENCES)] for i in range(2 * BATCH_SIZE + 3)]
+    outputs = whitespace_model.signatures[SERVING_SIGNATURE](source=tf.constant(sentences))
     expected = _translations(translator, SENTENCES)
-    assert _strings(outputs["translation"]) == [expected[i % len(SENTENCES)] for i in range(70)]
+    assert _strings(outputs["translation"]) == [
+        expected[i % len(SENTENCES)] for i in range(len(sentences))]
 
 
 def test_decoding_is_xla_compiled_once_per_source_width(whitespace_export):

@@ -1,5 +1,6 @@
 """`kerasnmt export` and `kerasnmt translate` on a tiny trained run."""
 
+import contextlib
 import doctest
 import io
 import os
@@ -45,21 +46,31 @@ def run_cli(capsys, *argv):
     return status, captured.out, captured.err
 
 
-def test_export_from_the_run_and_translate_through_the_saved_model(trained_run, capsys):
+@pytest.fixture(scope="module")
+def exported_run(trained_run):
+    """`kerasnmt export BASE --next-version --with-alignments` of `trained_run`: (base
+    path, output). Without XLA (each load would compile it again):
+    test_export_and_translate_a_keras_file exports with it."""
+    base = trained_run[0] / "saved_models" / "tiny"
+    with contextlib.redirect_stdout(io.StringIO()) as out, \
+            contextlib.redirect_stderr(io.StringIO()) as err:
+        status = cli.main(["export", str(base), "--config", str(trained_run[1]),
+                           "--next-version", "--with-alignments", "--no-xla"])
+    assert status == 0, err.getvalue()
+    return base, out.getvalue(), err.getvalue()
+
+
+def test_export_from_the_run_and_translate_through_the_saved_model(trained_run, exported_run,
+                                                                   capsys):
     directory, config_path, _, sources, details = trained_run
-    base = directory / "saved_models" / "tiny"
-    # Without XLA (each load would compile it again): test_export_and_translate_a_keras_file
-    # exports with it.
-    status, out, err = run_cli(capsys, "export", base, "--config", config_path, "--next-version",
-                               "--no-xla")
-    assert status == 0, err
+    base, out, err = exported_run
     assert f"Exported to {base / '1'}" in out
     assert "Restored" in err and "ckpt-3" in err
 
     model = tf.saved_model.load(str(base / "1"))
     outputs = model.signatures["n_best"](source=tf.constant(sources))
     assert outputs["translations"].shape == (len(sources), 2)  # params.num_hypotheses
-    assert "alignments" not in outputs
+    assert "alignments" in outputs
 
     status, out, err = run_cli(capsys, "translate", "--saved-model", base / "1",
                                "--input", directory / "val.src",
@@ -212,7 +223,7 @@ def test_format_hypothesis_examples():
     assert doctest.testmod(cli, verbose=False).failed == 0
 
 
-def test_alignments_from_the_checkpoint_and_the_saved_model(trained_run, capsys):
+def test_alignments_from_the_checkpoint_and_the_saved_model(trained_run, exported_run, capsys):
     directory, config_path, _, sources, details = trained_run
     # The most attended source token of each target token, from translate's details.
     expected = [
@@ -226,11 +237,7 @@ def test_alignments_from_the_checkpoint_and_the_saved_model(trained_run, capsys)
     assert [line.split(" ||| ") for line in out.splitlines()] == [
         [n_best[0]["text"], pairs] for n_best, pairs in zip(details, expected)]
 
-    path = directory / "with_alignments"
-    status, out, err = run_cli(capsys, "export", path, "--config", config_path,
-                               "--with-alignments", "--no-xla")
-    assert status == 0, err
-    status, out, err = run_cli(capsys, "translate", "--saved-model", path,
+    status, out, err = run_cli(capsys, "translate", "--saved-model", exported_run[0] / "1",
                                "--input", directory / "val.src", "--with-alignments", "soft")
     assert status == 0, err
     for line, n_best in zip(out.splitlines(), details):

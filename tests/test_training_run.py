@@ -1,6 +1,7 @@
 """`kerasnmt train` / `kerasnmt.training_run.train` and `kerasnmt average-checkpoints`."""
 
 import doctest
+import functools
 import glob
 import os
 import re
@@ -18,6 +19,7 @@ import tensorflow as tf
 from kerasnmt import cli, training_run
 from kerasnmt.config import load_config
 from kerasnmt.evaluation import score_translations
+from kerasnmt.models import Translator
 from kerasnmt.training import Perplexity
 from kerasnmt.training_run import (
     TRAINING_KEYS,
@@ -36,6 +38,15 @@ pytestmark = pytest.mark.heavy
 @pytest.fixture
 def run_dir(tmp_path):
     return write_corpus(tmp_path)
+
+
+@pytest.fixture
+def evaluation_without_xla(monkeypatch):
+    """Evaluations decode without XLA: a compilation (~8 s) less a run.
+    `test_evaluates_every_eval_steps_exports_the_best_and_stops_early` keeps XLA, as
+    `kerasnmt train` decodes."""
+    monkeypatch.setattr(Translator, "translate",
+                        functools.partialmethod(Translator.translate, jit_compile=False))
 
 
 def _scalars(directory):
@@ -227,7 +238,8 @@ def test_training_summaries_average_the_steps_since_the_last_one(tmp_path):
     assert scalars["loss"][4] < batch_logs.logs[0][3]["loss"]
 
 
-def test_gradient_accumulation_counts_steps_as_weight_updates(run_dir):
+def test_gradient_accumulation_counts_steps_as_weight_updates(run_dir,
+                                                             evaluation_without_xla):
     config = tiny_run(
         train={"batch_size": 4, "effective_batch_size": 8, "max_step": 3,
                "average_last_checkpoints": 0, "save_checkpoints_steps": 3,
@@ -279,20 +291,14 @@ def test_sigterm_ends_the_run_after_a_step_with_a_checkpoint(run_dir):
     assert not (model_dir / "avg").exists()
 
 
-def test_time_limit_stops_training(run_dir):
-    config_path = write_config(run_dir, tiny_run(train={"max_step": 1000,
-                                                         "average_last_checkpoints": 0}))
-    result = train(load_config(config_path, required=TRAINING_KEYS), time_limit=0, verbose=0)
-    assert result.step == 1
-    assert result.stop_reason == "reached the time limit (0 s)"
-    assert result.checkpoint.endswith("ckpt-1")
-
-
-def test_evaluates_every_eval_steps_and_exports_the_best(run_dir, capsys):
+def test_evaluates_every_eval_steps_exports_the_best_and_stops_early(run_dir, capsys):
+    # No loss improves by 1,000: the second evaluation (step 4) meets the early stopping
+    # condition, and the run ends there instead of at step 10.
     config = tiny_run(
-        train={"max_step": 4, "average_last_checkpoints": 0, "save_checkpoints_steps": 2},
+        train={"max_step": 10, "average_last_checkpoints": 0, "save_checkpoints_steps": 10},
         eval={"steps": 2, "export_on_best": "loss", "max_exports_to_keep": 1,
-              "save_eval_predictions": True},
+              "save_eval_predictions": True,
+              "early_stopping": {"metric": "loss", "min_improvement": 1000, "steps": 1}},
     )
     config["data"].update(eval_features_file="val.src", eval_labels_file="val.tgt")
     config_path = write_config(run_dir, config)
@@ -301,6 +307,10 @@ def test_evaluates_every_eval_steps_and_exports_the_best(run_dir, capsys):
     model_dir = run_dir / "model"
     records = _evaluations(model_dir)
     assert [record["step"] for record in records] == [2, 4]
+    assert result.step == 4
+    assert result.stop_reason == (
+        "early stopping: loss did not improve by more than 1000 in the last 1 evaluations")
+    assert tf.train.latest_checkpoint(str(model_dir)) == str(model_dir / "ckpt-4")
     assert set(records[0]) >= {"step", "loss", "bleu", "chrf"}
     assert "BLEU signature: nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp" in out.replace(
         "bleu signature", "BLEU signature")
@@ -331,37 +341,43 @@ def test_evaluates_every_eval_steps_and_exports_the_best(run_dir, capsys):
     assert sorted(scalars["bleu"]) == [2, 4]
 
 
-def test_a_resumed_run_evaluates_at_multiples_of_eval_steps(run_dir):
-    """As OpenNMT-tf: resumed at step 4 with `eval.steps: 3`, a run evaluates at step 6
-    (inside its first Keras epoch, steps 5 to 7) and when it ends (7), not at 4 + 3; the
-    evaluation in the middle of the epoch leaves the epoch's training loss and the
-    TensorBoard summaries as they are in the same run without evaluation."""
-    train_section = {"save_checkpoints_steps": 4, "average_last_checkpoints": 0,
+def test_a_run_stopped_by_its_time_limit_resumes_evaluating_at_multiples_of_eval_steps(
+    run_dir, evaluation_without_xla
+):
+    """A time limit of 0 s stops a run after its first step, with a checkpoint. Resumed at
+    step 1 with `eval.steps: 3`, a run evaluates at step 3 (inside its first Keras epoch,
+    steps 2 to 4) and when it ends (5), as OpenNMT-tf, not at 1 + 3; the evaluation in the
+    middle of the epoch leaves the epoch's training loss and the TensorBoard summaries as
+    they are in the same run without evaluation."""
+    train_section = {"save_checkpoints_steps": 10, "average_last_checkpoints": 0,
                      "save_summary_steps": 1}
-    config_path = write_config(run_dir, tiny_run(train=dict(train_section, max_step=4)))
-    train(load_config(config_path, required=TRAINING_KEYS), verbose=0)
+    config_path = write_config(run_dir, tiny_run(train=dict(train_section, max_step=1000)))
+    result = train(load_config(config_path, required=TRAINING_KEYS), time_limit=0, verbose=0)
+    assert result.step == 1
+    assert result.stop_reason == "reached the time limit (0 s)"
+    assert result.checkpoint.endswith("ckpt-1")
     shutil.copytree(run_dir / "model", run_dir / "model_without_evaluation")
 
     histories = {}
     for model_dir in ("model", "model_without_evaluation"):
-        config = tiny_run(model_dir=model_dir, train=dict(train_section, max_step=7),
+        config = tiny_run(model_dir=model_dir, train=dict(train_section, max_step=5),
                           eval={"steps": 3, "export_on_best": None})
         if model_dir == "model":
             config["data"].update(eval_features_file="val.src", eval_labels_file="val.tgt")
         result = train(load_config(write_config(run_dir, config), required=TRAINING_KEYS),
                        verbose=0)
-        assert result.step == 7
+        assert result.step == 5
         histories[model_dir] = result.history.history
 
     records = _evaluations(run_dir / "model")
-    assert [record["step"] for record in records] == [6, 7]
-    assert histories["model"]["val_loss"] == [pytest.approx(records[-1]["loss"])]
+    assert [record["step"] for record in records] == [3, 5]
+    assert histories["model"]["val_loss"] == pytest.approx([r["loss"] for r in records])
     assert histories["model"]["loss"] == pytest.approx(
         histories["model_without_evaluation"]["loss"], rel=1e-6)
     with_evaluation = _scalars(run_dir / "model" / "logs" / "train")
     without_evaluation = _scalars(run_dir / "model_without_evaluation" / "logs" / "train")
     for tag in ("loss", "accuracy", "perplexity"):
-        assert sorted(with_evaluation[tag]) == [1, 2, 3, 4, 5, 6, 7]
+        assert sorted(with_evaluation[tag]) == [1, 2, 3, 4, 5]
         assert with_evaluation[tag] == pytest.approx(without_evaluation[tag], rel=1e-6)
 
 
@@ -383,24 +399,6 @@ def test_early_stop_is_opennmt_tfs_condition(values, steps, min_improvement, hig
 
 def test_docstring_examples_run():
     assert doctest.testmod(training_run).failed == 0
-
-
-def test_early_stopping_ends_the_run(run_dir, capsys):
-    # No loss improves by 1,000: the second evaluation (step 2) meets the condition.
-    config = tiny_run(
-        train={"max_step": 10, "save_checkpoints_steps": 10, "average_last_checkpoints": 0},
-        eval={"steps": 1, "early_stopping": {"metric": "loss", "min_improvement": 1000,
-                                             "steps": 1}},
-    )
-    config["data"].update(eval_features_file="val.src", eval_labels_file="val.tgt")
-    config_path = write_config(run_dir, config)
-    status = cli.main(["train", "--config", str(config_path), "--verbose", "0"])
-    out = capsys.readouterr().out
-    assert status == 0, out
-    reason = "early stopping: loss did not improve by more than 1000 in the last 1 evaluations"
-    assert f"Training stopped at step 2: {reason}" in out
-    assert [record["step"] for record in _evaluations(run_dir / "model")] == [1, 2]
-    assert tf.train.latest_checkpoint(str(run_dir / "model")) == str(run_dir / "model" / "ckpt-2")
 
 
 def test_the_sampler_takes_the_decoding_options_of_params(run_dir):
