@@ -459,6 +459,21 @@ _SCHEMA = {
                 8000, _Integer(minimum=1), "`warmup_steps` of `NoamDecay`."
             ),
         },
+        "start_decay_steps": _Option(
+            0,
+            _Integer(minimum=0),
+            "The schedule stays at its first step for this many weight updates "
+            "(OpenNMT-tf's `start_decay_steps`).",
+        ),
+        "decay_step_duration": _Option(
+            1,
+            _Integer(minimum=1),
+            "Weight updates that make one step of the schedule: the schedule's step is "
+            "`max(update - start_decay_steps, 0) // decay_step_duration`.",
+        ),
+        "minimum_learning_rate": _Option(
+            0.0, _Number(minimum=0), "The schedule's learning rate never goes below this."
+        ),
         "label_smoothing": _Option(
             0.1, _Number(0, 1, closed=(True, False)), "Label smoothing of the cross-entropy."
         ),
@@ -715,11 +730,10 @@ _RENAMED_KEYS = {
 
 # OpenNMT-tf options that kerasnmt does not have.
 _OPENNMT_TF_ONLY = {
-    "average_loss_in_time", "decay_step_duration", "start_decay_steps", "minimum_learning_rate",
-    "regularization", "freeze_layers", "contrastive_learning", "decoding_noise",
-    "example_weights", "export_vocabulary_assets", "source_embedding", "target_embedding",
-    "sequence_controls", "single_pass", "moving_average_decay", "export_format",
-    "prefetch_buffer_size", "num_threads",
+    "average_loss_in_time", "regularization", "freeze_layers", "contrastive_learning",
+    "decoding_noise", "example_weights", "export_vocabulary_assets", "source_embedding",
+    "target_embedding", "sequence_controls", "single_pass", "moving_average_decay",
+    "export_format", "prefetch_buffer_size", "num_threads",
 }
 
 
@@ -942,6 +956,11 @@ def _check_together(config, errors):
             error(path, f"{metric!r} is not among eval.scorers")
     if valid("params.optimizer", "params.optimizer_params"):
         _check_optimizer_params(params, error)
+    if params["decay_type"] is None:
+        for key, default in (("start_decay_steps", 0), ("decay_step_duration", 1),
+                             ("minimum_learning_rate", 0.0)):
+            if valid(f"params.{key}") and params[key] != default:
+                error(f"params.{key}", "has no effect without a params.decay_type")
 
 
 def _check_data_files(data, error):

@@ -41,7 +41,12 @@ from kerasnmt.layers import (
     WhitespaceTokenizer,
 )
 from kerasnmt.models import Translator
-from kerasnmt.training import CheckpointCallback, NoamDecay, average_checkpoints
+from kerasnmt.training import (
+    CheckpointCallback,
+    NoamDecay,
+    ScheduleWrapper,
+    average_checkpoints,
+)
 from kerasnmt.training.checkpoint_callback import training_checkpoint
 
 # What a configuration must set to build a model, and to train it.
@@ -150,17 +155,23 @@ def accumulation_steps(config):
 
 
 def build_optimizer(config):
-    """The optimizer of `config["params"]`, with `NoamDecay` when `decay_type` says so and
-    gradient accumulation for `train.effective_batch_size`."""
+    """The optimizer of `config["params"]`, with `NoamDecay` when `decay_type` says so
+    (wrapped as OpenNMT-tf wraps its schedules: `start_decay_steps`, `decay_step_duration`,
+    `minimum_learning_rate`) and gradient accumulation for `train.effective_batch_size`."""
     params = config["params"]
     steps = accumulation_steps(config)
     learning_rate = params["learning_rate"]
     if params["decay_type"] == "NoamDecay":
-        learning_rate = NoamDecay(
-            learning_rate,
-            params["decay_params"]["model_dim"],
-            params["decay_params"]["warmup_steps"],
-            step_duration=steps,
+        learning_rate = ScheduleWrapper(
+            NoamDecay(
+                learning_rate,
+                params["decay_params"]["model_dim"],
+                params["decay_params"]["warmup_steps"],
+            ),
+            start_step=params["start_decay_steps"],
+            step_duration=params["decay_step_duration"],
+            minimum_learning_rate=params["minimum_learning_rate"],
+            accumulation_steps=steps,
         )
     optimizer_class = getattr(keras.optimizers, params["optimizer"])
     return optimizer_class(

@@ -103,6 +103,9 @@ def test_defaults_follow_opennmt_tf_where_it_has_the_key():
     assert config["params"]["learning_rate"] == 2.0
     assert config["params"]["decay_type"] == "NoamDecay"
     assert config["params"]["decay_params"]["warmup_steps"] == 8000
+    assert config["params"]["start_decay_steps"] == 0
+    assert config["params"]["decay_step_duration"] == 1
+    assert config["params"]["minimum_learning_rate"] == 0
     assert config["params"]["label_smoothing"] == 0.1
     assert config["params"]["beam_width"] == 4
     assert config["params"]["maximum_decoding_length"] == 250
@@ -287,6 +290,23 @@ def test_options_that_contradict_each_other(run_dir):
         "gradient_accumulation_steps)",
         "params.optimizer_params.learning_rate: set params.learning_rate instead",
         "train.average_last_checkpoints: 8 is more than train.keep_checkpoint_max (3)",
+    ]
+
+
+def test_schedule_options_need_a_schedule(tmp_path):
+    path = write_config(
+        tmp_path,
+        """
+        params:
+          decay_type: null
+          start_decay_steps: 100
+          decay_step_duration: 1
+          minimum_learning_rate: 0.0001
+        """,
+    )
+    assert errors_of(path) == [
+        "params.minimum_learning_rate: has no effect without a params.decay_type",
+        "params.start_decay_steps: has no effect without a params.decay_type",
     ]
 
 

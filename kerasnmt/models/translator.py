@@ -31,6 +31,7 @@ from kerasnmt.training.losses import (
     guided_alignment_cost,
 )
 from kerasnmt.training.noam_decay import NoamDecay
+from kerasnmt.training.schedule_wrapper import ScheduleWrapper
 from kerasnmt.training.non_finite_loss import StopOnNonFiniteLoss
 from kerasnmt.training.perplexity import Perplexity
 
@@ -856,6 +857,8 @@ class Translator(keras.Model):
         optimizer.gradient_accumulation_steps = steps if steps > 1 else None
         if isinstance(optimizer._learning_rate, NoamDecay):
             optimizer._learning_rate.step_duration = steps
+        elif isinstance(optimizer._learning_rate, ScheduleWrapper):
+            optimizer._learning_rate.accumulation_steps = steps
 
     def compile(self, optimizer=None, **kwargs):
         """`keras.Model.compile`; the default optimizer is OpenNMT-tf's Transformer one.

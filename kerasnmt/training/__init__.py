@@ -1,4 +1,4 @@
-"""Training utilities: the learning rate schedule, losses, metrics, checkpoints."""
+"""Training utilities: the learning rate schedules, losses, metrics, checkpoints."""
 
 from kerasnmt.training.average_checkpoints import average_checkpoints
 from kerasnmt.training.checkpoint_callback import CheckpointCallback
@@ -6,12 +6,14 @@ from kerasnmt.training.losses import cross_entropy_sequence_loss, guided_alignme
 from kerasnmt.training.noam_decay import NoamDecay
 from kerasnmt.training.non_finite_loss import NonFiniteLossError, StopOnNonFiniteLoss
 from kerasnmt.training.perplexity import Perplexity
+from kerasnmt.training.schedule_wrapper import ScheduleWrapper
 
 __all__ = [
     "CheckpointCallback",
     "NoamDecay",
     "NonFiniteLossError",
     "Perplexity",
+    "ScheduleWrapper",
     "StopOnNonFiniteLoss",
     "average_checkpoints",
     "cross_entropy_sequence_loss",

@@ -18,10 +18,11 @@ class NoamDecay(keras.optimizers.schedules.LearningRateSchedule):
         scale: the scale constant (OpenNMT-tf's Transformer uses 2.0).
         model_dim: the model dimension.
         warmup_steps: the number of warmup steps.
-        step_duration: optimizer steps per schedule step (OpenNMT-tf's
-            `schedule_step_duration`). Keras counts every micro-batch of gradient accumulation
-            as a step; `Translator.fit(effective_batch_size=...)` sets this to the number of
-            accumulated batches so the schedule advances once per weight update.
+        step_duration: optimizer steps per schedule step. Keras counts every micro-batch
+            of gradient accumulation as a step; `Translator.fit(effective_batch_size=...)`
+            sets this to the number of accumulated batches so the schedule advances once per
+            weight update. (OpenNMT-tf's `decay_step_duration`, `start_decay_steps` and
+            `minimum_learning_rate` are those of `ScheduleWrapper`.)
 
     Examples:
         >>> schedule = NoamDecay(scale=2.0, model_dim=512, warmup_steps=4000)

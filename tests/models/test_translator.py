@@ -13,7 +13,7 @@ from kerasnmt.data import make_training_batches
 from kerasnmt.layers import BeamSampler
 from kerasnmt.models import Translator
 from kerasnmt.models import translator as translator_module
-from kerasnmt.training import CheckpointCallback, NonFiniteLossError
+from kerasnmt.training import CheckpointCallback, NoamDecay, NonFiniteLossError, ScheduleWrapper
 from tests.models.translator_fixtures import corpus, tiny_translator
 
 # Long tests (training, exports, decoding): run first (tests/conftest.py).
@@ -252,16 +252,23 @@ def test_evaluate_reports_accuracy_and_perplexity():
     assert math.isclose(results["perplexity"], math.exp(-label_log_probs[mask].mean()), rel_tol=1e-5)
 
 
-def test_effective_batch_size_accumulates_gradients():
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_effective_batch_size_accumulates_gradients(wrapped):
     translator = tiny_translator()
-    translator.compile(run_eagerly=True)  # Adam with NoamDecay
+    if wrapped:
+        schedule = ScheduleWrapper(NoamDecay(2.0, 16, 8000), start_step=3)
+        translator.compile(optimizer=keras.optimizers.Adam(schedule), run_eagerly=True)
+    else:
+        translator.compile(run_eagerly=True)  # Adam with NoamDecay
     sources, targets = corpus(8, seed=5)
     before = translator.source_embedding.embeddings.numpy().copy()
     translator.fit(sources, targets, batch_size=4, effective_batch_size=8,
                    length_bucket_width=None, epochs=1, steps_per_epoch=1, verbose=0)
     optimizer = translator.optimizer
     assert optimizer.gradient_accumulation_steps == 2
-    assert optimizer._learning_rate.step_duration == 2  # the schedule counts updates
+    # The schedule counts weight updates.
+    schedule = optimizer._learning_rate
+    assert (schedule.accumulation_steps if wrapped else schedule.step_duration) == 2
     # One batch: gradients accumulated, no weight update yet.
     np.testing.assert_array_equal(before, translator.source_embedding.embeddings.numpy())
     translator.fit(sources, targets, batch_size=4, effective_batch_size=8,
