@@ -988,6 +988,18 @@ def _check_data_files(data, error):
         error(f"data.{missing}", "required with the other evaluation file but not set")
 
 
+# Optimizer arguments that other keys set, or that would not do what they say.
+_OPTIMIZER_ARGUMENTS_REFUSED = {
+    "learning_rate": "set params.learning_rate instead",
+    "gradient_accumulation_steps": "set train.effective_batch_size instead",
+    **{
+        name: "not supported: the checkpoints, evaluations and exports of kerasnmt train "
+        "would hold the raw weights, not their moving average"
+        for name in ("use_ema", "ema_momentum", "ema_overwrite_frequency")
+    },
+}
+
+
 def _check_optimizer_params(params, error):
     import keras  # Imported when a configuration is checked, not with this module.
 
@@ -996,13 +1008,13 @@ def _check_optimizer_params(params, error):
     accepted = [
         name
         for name, parameter in signature.parameters.items()
-        if name not in ("self", "learning_rate", "name")
+        if name not in ("self", "name", *_OPTIMIZER_ARGUMENTS_REFUSED)
         and parameter.kind is not parameter.VAR_KEYWORD
     ]
     for name in params["optimizer_params"]:
         path = f"params.optimizer_params.{name}"
-        if name == "learning_rate":
-            error(path, "set params.learning_rate instead")
+        if name in _OPTIMIZER_ARGUMENTS_REFUSED:
+            error(path, _OPTIMIZER_ARGUMENTS_REFUSED[name])
         elif name not in accepted:
             close = difflib.get_close_matches(name, accepted, n=1, cutoff=0.6)
             hint = f"did you mean {close[0]}? " if close else ""

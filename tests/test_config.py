@@ -262,6 +262,8 @@ def test_options_that_contradict_each_other(run_dir):
           optimizer_params:
             beta1: 0.8
             learning_rate: 0.1
+            gradient_accumulation_steps: 4
+            use_ema: true
         train:
           keep_checkpoint_max: 3
         eval:
@@ -286,9 +288,12 @@ def test_options_that_contradict_each_other(run_dir):
         "params.num_hypotheses: 3 is more than params.beam_width (2)",
         "params.optimizer_params.beta1: not an argument of keras.optimizers.Adam (did you mean "
         "beta_1? it takes beta_1, beta_2, epsilon, amsgrad, weight_decay, clipnorm, clipvalue, "
-        "global_clipnorm, use_ema, ema_momentum, ema_overwrite_frequency, loss_scale_factor, "
-        "gradient_accumulation_steps)",
+        "global_clipnorm, loss_scale_factor)",
+        "params.optimizer_params.gradient_accumulation_steps: set train.effective_batch_size "
+        "instead",
         "params.optimizer_params.learning_rate: set params.learning_rate instead",
+        "params.optimizer_params.use_ema: not supported: the checkpoints, evaluations and "
+        "exports of kerasnmt train would hold the raw weights, not their moving average",
         "train.average_last_checkpoints: 8 is more than train.keep_checkpoint_max (3)",
     ]
 
