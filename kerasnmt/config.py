@@ -435,7 +435,7 @@ _SCHEMA = {
             {"beta_1": 0.9, "beta_2": 0.998},
             _Mapping(),
             "Keyword arguments of the optimizer (for example `beta_2`, `epsilon`, `clipnorm`, "
-            "`weight_decay`), merged onto the default.",
+            "`weight_decay`), merged onto those of the default that the optimizer takes.",
         ),
         "learning_rate": _Option(
             2.0,
@@ -852,7 +852,9 @@ def check_config(values, base_dir, source="<config>", required=()):
     if not isinstance(values, dict):
         raise ConfigError(source, [f"expected a mapping of sections at the top, {_got(values)}"])
     _merge(values, _SCHEMA, config, "", base_dir, errors)
-    _check_together(config, errors)
+    params = values.get("params")
+    _check_together(config, errors, params.get("optimizer_params") if isinstance(params, dict)
+                    else None)
     for key_path in required:
         if _get(config, key_path) is None and key_path not in errors:
             errors[key_path] = f"{key_path}: required but not set"
@@ -914,9 +916,10 @@ def _merge(values, schema, config, prefix, base_dir, errors):
             config[key] = checked
 
 
-def _check_together(config, errors):
+def _check_together(config, errors, given_optimizer_params):
     """Checks that options agree with each other, for every group of options that are
-    valid alone (a mistake is reported once, not again as a disagreement)."""
+    valid alone (a mistake is reported once, not again as a disagreement).
+    `given_optimizer_params`: the `params.optimizer_params` of the file, if any."""
     data, model, params = config["data"], config["model"], config["params"]
     evaluation = config["eval"]
     found = list(errors)
@@ -955,7 +958,7 @@ def _check_together(config, errors):
         if valid("eval") and metric not in (None, "loss") and metric not in evaluation["scorers"]:
             error(path, f"{metric!r} is not among eval.scorers")
     if valid("params.optimizer", "params.optimizer_params"):
-        _check_optimizer_params(params, error)
+        _check_optimizer_params(params, error, given_optimizer_params or {})
     if params["decay_type"] is None:
         for key, default in (("start_decay_steps", 0), ("decay_step_duration", 1),
                              ("minimum_learning_rate", 0.0)):
@@ -1000,7 +1003,9 @@ _OPTIMIZER_ARGUMENTS_REFUSED = {
 }
 
 
-def _check_optimizer_params(params, error):
+def _check_optimizer_params(params, error, given):
+    """Reports the `params.optimizer_params` of `given` that the optimizer does not take,
+    and drops the defaults it does not take (`beta_1` and `beta_2` for `SGD`)."""
     import keras  # Imported when a configuration is checked, not with this module.
 
     optimizer_class = getattr(keras.optimizers, params["optimizer"])
@@ -1011,9 +1016,12 @@ def _check_optimizer_params(params, error):
         if name not in ("self", "name", *_OPTIMIZER_ARGUMENTS_REFUSED)
         and parameter.kind is not parameter.VAR_KEYWORD
     ]
-    for name in params["optimizer_params"]:
+    for name in list(params["optimizer_params"]):
         path = f"params.optimizer_params.{name}"
-        if name in _OPTIMIZER_ARGUMENTS_REFUSED:
+        if name not in given:
+            if name not in accepted:
+                del params["optimizer_params"][name]
+        elif name in _OPTIMIZER_ARGUMENTS_REFUSED:
             error(path, _OPTIMIZER_ARGUMENTS_REFUSED[name])
         elif name not in accepted:
             close = difflib.get_close_matches(name, accepted, n=1, cutoff=0.6)

@@ -298,6 +298,33 @@ def test_options_that_contradict_each_other(run_dir):
     ]
 
 
+def test_default_optimizer_params_the_optimizer_does_not_take_are_dropped(tmp_path):
+    # beta_1 and beta_2 (the default, for Adam) are not arguments of SGD; given, they are
+    # an error.
+    config = load_config(write_config(tmp_path, "params:\n  optimizer: SGD\n"))
+    assert config["params"]["optimizer_params"] == {}
+    path = write_config(tmp_path, """
+        params:
+          optimizer: AdamW
+          optimizer_params:
+            weight_decay: 0.01
+        """)
+    assert load_config(path)["params"]["optimizer_params"] == {
+        "beta_1": 0.9, "beta_2": 0.998, "weight_decay": 0.01}
+    path = write_config(tmp_path, """
+        params:
+          optimizer: SGD
+          optimizer_params:
+            momentum: 0.9
+            beta_2: 0.99
+        """)
+    assert errors_of(path) == [
+        "params.optimizer_params.beta_2: not an argument of keras.optimizers.SGD (it takes "
+        "momentum, nesterov, weight_decay, clipnorm, clipvalue, global_clipnorm, "
+        "loss_scale_factor)"
+    ]
+
+
 def test_schedule_options_need_a_schedule(tmp_path):
     path = write_config(
         tmp_path,
