@@ -1031,6 +1031,27 @@ def _check_optimizer_params(params, error, given):
                 f"not an argument of keras.optimizers.{params['optimizer']} "
                 f"({hint}it takes {', '.join(accepted)})",
             )
+        else:
+            value = params["optimizer_params"][name]
+            expected, matches = _argument_kind(signature.parameters[name].default)
+            if not matches(value):
+                error(path, f"expected {expected}, {_got(value)}")
+
+
+def _argument_kind(default):
+    """(description, check) of the values an optimizer argument takes, from its default:
+    true or false for a boolean, else a number (or null when the default is null)."""
+    if isinstance(default, bool):
+        return "true or false", lambda value: isinstance(value, bool)
+    if isinstance(default, str):
+        return "a string", lambda value: isinstance(value, str)
+
+    def is_number(value):
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+    if default is None:
+        return "a number or null", lambda value: value is None or is_number(value)
+    return "a number", is_number
 
 
 # ---------------------------------------------------------------------------------------

@@ -172,6 +172,27 @@ def test_wrong_types(tmp_path):
     ]
 
 
+def test_optimizer_arguments_of_the_wrong_type(tmp_path):
+    # The kind each takes follows its default in keras.optimizers.Adam.
+    path = write_config(
+        tmp_path,
+        """
+        params:
+          optimizer_params:
+            beta_1: high
+            amsgrad: 1
+            clipnorm: true
+            weight_decay: null
+            epsilon: 1
+        """,
+    )
+    assert errors_of(path) == [
+        "params.optimizer_params.amsgrad: expected true or false, got 1",
+        "params.optimizer_params.beta_1: expected a number, got 'high'",
+        "params.optimizer_params.clipnorm: expected a number or null, got true",
+    ]
+
+
 def test_values_out_of_range(tmp_path):
     path = write_config(
         tmp_path,
