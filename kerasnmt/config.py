@@ -474,6 +474,13 @@ _SCHEMA = {
         "minimum_learning_rate": _Option(
             0.0, _Number(minimum=0), "The schedule's learning rate never goes below this."
         ),
+        "moving_average_decay": _Option(
+            None,
+            _Number(0, 1, closed=(False, False), nullable=True),
+            "Keep an exponential moving average of the weights with this decay (e.g. 0.9999, "
+            "lowered early in training as in OpenNMT-tf): checkpoints, evaluations, exports "
+            "and the trained model hold the average.",
+        ),
         "label_smoothing": _Option(
             0.1, _Number(0, 1, closed=(True, False)), "Label smoothing of the cross-entropy."
         ),
@@ -732,8 +739,8 @@ _RENAMED_KEYS = {
 _OPENNMT_TF_ONLY = {
     "average_loss_in_time", "regularization", "freeze_layers", "contrastive_learning",
     "decoding_noise", "example_weights", "export_vocabulary_assets", "source_embedding",
-    "target_embedding", "sequence_controls", "single_pass", "moving_average_decay",
-    "export_format", "prefetch_buffer_size", "num_threads",
+    "target_embedding", "sequence_controls", "single_pass", "export_format",
+    "prefetch_buffer_size", "num_threads",
 }
 
 

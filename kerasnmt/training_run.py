@@ -43,6 +43,7 @@ from kerasnmt.layers import (
 from kerasnmt.models import Translator
 from kerasnmt.training import (
     CheckpointCallback,
+    MovingAverage,
     NoamDecay,
     ScheduleWrapper,
     average_checkpoints,
@@ -393,10 +394,13 @@ class _Evaluation(keras.callbacks.Callback):
     of the translations, TensorBoard summaries, the history file, and the export of the
     best model. The values join the logs of the epoch they fall in as `val_loss`,
     `val_bleu`, `val_chrf` (in Keras' `History`). With `eval.early_stopping.steps`, an
-    evaluation that meets `early_stop` ends training after its step."""
+    evaluation that meets `early_stop` ends training after its step. `evaluated_weights`
+    returns the context manager the model is evaluated and exported in
+    (`MovingAverage.swapped_in`: the moving average of the weights)."""
 
-    def __init__(self, config, sampler, export_fn, stopper):
+    def __init__(self, config, sampler, export_fn, stopper, evaluated_weights=None):
         super().__init__()
+        self.evaluated_weights = evaluated_weights or contextlib.nullcontext
         evaluation, data = config["eval"], config["data"]
         self.config = config
         self.sampler = sampler
@@ -432,6 +436,11 @@ class _Evaluation(keras.callbacks.Callback):
         if step == self.last_step or self.stopper.signal_number is not None:
             return  # Already evaluated, or asked to stop: leave at once.
         self.last_step = step
+        with self.evaluated_weights():
+            self._evaluate_and_export(step)
+        self._stop_early()
+
+    def _evaluate_and_export(self, step):
         # `evaluate` resets the metrics, whose totals the epoch's logs are still made of.
         metric_values = [keras.ops.convert_to_numpy(variable)
                          for variable in self.model.metrics_variables]
@@ -465,7 +474,6 @@ class _Evaluation(keras.callbacks.Callback):
         self.history.append(record)
         with open(self.history_path, "a", encoding="utf-8") as stream:
             stream.write(json.dumps(record) + "\n")
-        self._stop_early()
 
     def _values_of(self, metric):
         """The metric's values over the evaluations so far, oldest first."""
@@ -675,13 +683,19 @@ def train(config, time_limit=None, verbose="auto"):
     accumulation = accumulation_steps(config)
     period = config["eval"]["steps"]
     stopper = _StopAtStep(max_step, time_limit)
+    decay = config["params"]["moving_average_decay"]
+    moving_average = MovingAverage(decay) if decay is not None else None
+    averaged_weights = moving_average.swapped_in if moving_average is not None else None
     checkpoints = CheckpointCallback(
         model_dir,
         save_every_steps=train_section["save_checkpoints_steps"],
         keep_checkpoints=train_section["keep_checkpoint_max"],
         restore=False,
+        saved_weights=averaged_weights,
     )
-    callbacks = [
+    # The moving average first: checkpoints and evaluations of a step see its update.
+    callbacks = [moving_average] if moving_average is not None else []
+    callbacks += [
         checkpoints,
         _TrainingSummaries(
             os.path.join(model_dir, LOG_DIRECTORY, "train"), train_section["save_summary_steps"]
@@ -689,7 +703,8 @@ def train(config, time_limit=None, verbose="auto"):
     ]
     if data["eval_features_file"] is not None:
         sampler = build_sampler(config, n_best=1)
-        callbacks.append(_Evaluation(config, sampler, _export_best(config, sampler), stopper))
+        callbacks.append(_Evaluation(config, sampler, _export_best(config, sampler), stopper,
+                                     evaluated_weights=averaged_weights))
     callbacks.append(stopper)  # last: the epoch ends after the others saw the batch
     epochs = math.ceil(max_step / period) if max_step is not None else 10**9
     try:
@@ -708,7 +723,7 @@ def train(config, time_limit=None, verbose="auto"):
             )
     except KeyboardInterrupt:
         if checkpoints.manager is not None:
-            path = checkpoints.manager.save(checkpoint_number=_step(translator))
+            path = checkpoints.save(_step(translator))
             print(f"\nInterrupted: saved {path}", flush=True)
         raise
     step = _step(translator)

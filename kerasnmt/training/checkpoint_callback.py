@@ -1,5 +1,6 @@
 """Saves the model and optimizer every N steps, keeps the last K, resumes from the latest."""
 
+import contextlib
 import os
 
 import keras
@@ -35,6 +36,9 @@ class CheckpointCallback(keras.callbacks.Callback):
         save_every_steps: the interval, in optimizer steps (weight updates).
         keep_checkpoints: how many recent checkpoints to keep.
         restore: restore the latest checkpoint at the start of training.
+        saved_weights: a function that returns the context manager inside which checkpoints
+            are written: `MovingAverage(...).swapped_in` saves the moving average of the
+            weights. None saves the weights as they are.
 
     Examples:
         >>> callback = CheckpointCallback("/tmp/run", save_every_steps=500, keep_checkpoints=4)
@@ -46,7 +50,8 @@ class CheckpointCallback(keras.callbacks.Callback):
         OpenNMT-tf's `save_checkpoints_steps` and `keep_checkpoint_max`.
     """
 
-    def __init__(self, directory, save_every_steps=5000, keep_checkpoints=8, restore=True):
+    def __init__(self, directory, save_every_steps=5000, keep_checkpoints=8, restore=True,
+                 saved_weights=None):
         super().__init__()
         if save_every_steps < 1 or keep_checkpoints < 1:
             raise ValueError(
@@ -57,6 +62,7 @@ class CheckpointCallback(keras.callbacks.Callback):
         self.save_every_steps = save_every_steps
         self.keep_checkpoints = keep_checkpoints
         self.restore = restore
+        self.saved_weights = saved_weights or contextlib.nullcontext
         self.manager = None
         self.restored_step = None
         self._last_saved_step = None
@@ -75,9 +81,14 @@ class CheckpointCallback(keras.callbacks.Callback):
             self._last_saved_step = self.restored_step
             print(f"Restored {self.manager.latest_checkpoint} (step {self.restored_step})")
 
+    def save(self, step):
+        """Writes the checkpoint of `step` (of the weights `saved_weights` gives)."""
+        with self.saved_weights():
+            return self.manager.save(checkpoint_number=step)
+
     def _save(self, step):
         if step != self._last_saved_step:
-            self.manager.save(checkpoint_number=step)
+            self.save(step)
             self._last_saved_step = step
 
     def on_train_batch_end(self, batch, logs=None):
