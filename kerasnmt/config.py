@@ -1003,8 +1003,8 @@ _OPTIMIZER_ARGUMENTS_REFUSED = {
     "learning_rate": "set params.learning_rate instead",
     "gradient_accumulation_steps": "set train.effective_batch_size instead",
     **{
-        name: "not supported: the checkpoints, evaluations and exports of kerasnmt train "
-        "would hold the raw weights, not their moving average"
+        name: "set params.moving_average_decay instead (with the optimizer's own, the "
+        "checkpoints, evaluations and exports would hold the raw weights)"
         for name in ("use_ema", "ema_momentum", "ema_overwrite_frequency")
     },
 }

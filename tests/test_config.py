@@ -313,8 +313,9 @@ def test_options_that_contradict_each_other(run_dir):
         "params.optimizer_params.gradient_accumulation_steps: set train.effective_batch_size "
         "instead",
         "params.optimizer_params.learning_rate: set params.learning_rate instead",
-        "params.optimizer_params.use_ema: not supported: the checkpoints, evaluations and "
-        "exports of kerasnmt train would hold the raw weights, not their moving average",
+        "params.optimizer_params.use_ema: set params.moving_average_decay instead (with the "
+        "optimizer's own, the checkpoints, evaluations and exports would hold the raw "
+        "weights)",
         "train.average_last_checkpoints: 8 is more than train.keep_checkpoint_max (3)",
     ]
 
