@@ -1,4 +1,5 @@
 import doctest
+import functools
 
 import keras
 import numpy as np
@@ -6,9 +7,21 @@ import pytest
 import tensorflow as tf
 
 from kerasnmt.config import load_config
+from kerasnmt.data.text_files import read_line_aligned
+from kerasnmt.models import Translator
 from kerasnmt.training import MovingAverage, moving_average
-from kerasnmt.training_run import TRAINING_KEYS, restore_translator, train
+from kerasnmt.training_run import (
+    TRAINING_KEYS,
+    _read_history,
+    build_sampler,
+    evaluate_run,
+    restore_translator,
+    train,
+)
 from tests.run_fixtures import tiny_run, write_config, write_corpus
+
+# Long tests (training runs): run first (tests/conftest.py).
+pytestmark = pytest.mark.heavy
 
 
 def expected_averages(weights_by_update, decay, first_update):
@@ -91,23 +104,29 @@ def test_batches_that_only_accumulate_gradients_change_nothing():
                                       recorder.averaged[index - 1][0])
 
 
-def test_a_run_checkpoints_the_averages(tmp_path):
+def test_a_run_checkpoints_and_evaluates_the_averages(tmp_path, monkeypatch):
     """The same run without and with `params.moving_average_decay`: the raw weights of
     each step (checkpoints 1 to 3 of the first) give the averages the second run's last
-    checkpoint and trained model hold."""
+    checkpoint, evaluation and trained model hold."""
+    # Evaluations decode without XLA: a compilation less.
+    monkeypatch.setattr(Translator, "translate",
+                        functools.partialmethod(Translator.translate, jit_compile=False))
     write_corpus(tmp_path)
     train_section = {"max_step": 3, "save_checkpoints_steps": 1, "keep_checkpoint_max": 3,
                      "average_last_checkpoints": 0}
     raw_path = write_config(tmp_path, tiny_run(model_dir="raw", train=train_section),
                             name="raw.yml")
     train(load_config(raw_path, required=TRAINING_KEYS), verbose=0)
-    raw = [[w.numpy() for w in restore_translator(load_config(raw_path),
-                                                  str(tmp_path / "raw" / f"ckpt-{step}"))[0]
-            .trainable_weights] for step in (1, 2, 3)]
+    raw_translators = [
+        restore_translator(load_config(raw_path), str(tmp_path / "raw" / f"ckpt-{step}"))[0]
+        for step in (1, 2, 3)]
+    raw = [[w.numpy() for w in translator.trainable_weights] for translator in raw_translators]
 
-    averaged_path = write_config(tmp_path, tiny_run(
-        model_dir="averaged", train=train_section, params={"moving_average_decay": 0.5}),
-        name="averaged.yml")
+    averaged = tiny_run(model_dir="averaged", train=train_section,
+                        params={"moving_average_decay": 0.5},
+                        eval={"steps": 3, "export_on_best": None})
+    averaged["data"].update(eval_features_file="val.src", eval_labels_file="val.tgt")
+    averaged_path = write_config(tmp_path, averaged, name="averaged.yml")
     result = train(load_config(averaged_path, required=TRAINING_KEYS), verbose=0)
     expected = expected_averages(raw, 0.5, first_update=1)[-1]
     checkpoint, _ = restore_translator(load_config(averaged_path), result.checkpoint)
@@ -118,6 +137,21 @@ def test_a_run_checkpoints_the_averages(tmp_path):
         np.testing.assert_allclose(in_checkpoint.numpy(), wanted, rtol=1e-4, atol=1e-6)
         np.testing.assert_array_equal(trained.numpy(), in_checkpoint.numpy())
     assert any(not np.allclose(w, r) for w, r in zip(expected, raw[-1]))
+
+    # The evaluation at step 3 is that of the averages, not of the raw weights (an export
+    # on the best evaluation happens in the same context).
+    config = load_config(averaged_path)
+    sampler = build_sampler(config, n_best=1)
+    sources, references = read_line_aligned(tmp_path / "val.src", tmp_path / "val.tgt")
+    (record,) = _read_history(tmp_path / "averaged" / "evaluations.jsonl")
+    assert record["step"] == 3
+    for translator in (checkpoint, raw_translators[-1]):
+        translator.compile()  # Keras' evaluate needs it; the loss is the model's own
+    of_averages = evaluate_run(checkpoint, config, sampler, sources, references)["loss"]
+    of_raw_weights = evaluate_run(raw_translators[-1], config, sampler, sources,
+                                  references)["loss"]
+    assert record["loss"] == pytest.approx(of_averages, rel=1e-5)
+    assert abs(of_raw_weights - of_averages) > 1e-4
 
 
 def test_decay_out_of_range():
