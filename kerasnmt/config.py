@@ -967,9 +967,8 @@ def _check_together(config, errors, given_optimizer_params):
     if valid("params.optimizer", "params.optimizer_params"):
         _check_optimizer_params(params, error, given_optimizer_params or {})
     if params["decay_type"] is None:
-        for key, default in (("start_decay_steps", 0), ("decay_step_duration", 1),
-                             ("minimum_learning_rate", 0.0)):
-            if valid(f"params.{key}") and params[key] != default:
+        for key in ("start_decay_steps", "decay_step_duration", "minimum_learning_rate"):
+            if valid(f"params.{key}") and params[key] != _SCHEMA["params"][key].default:
                 error(f"params.{key}", "has no effect without a params.decay_type")
 
 

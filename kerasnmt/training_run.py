@@ -49,6 +49,7 @@ from kerasnmt.training import (
     average_checkpoints,
 )
 from kerasnmt.training.checkpoint_callback import training_checkpoint
+from kerasnmt.training.optimizer_step import optimizer_step
 
 # What a configuration must set to build a model, and to train it.
 MODEL_KEYS = ("data.source_vocabulary", "data.target_vocabulary")
@@ -251,10 +252,6 @@ def restore_translator(config, checkpoint=None):
 # ---------------------------------------------------------------------------------------
 
 
-def _step(model):
-    return int(keras.ops.convert_to_numpy(model.optimizer.iterations))
-
-
 # TensorBoard's scalar summaries, written with core TensorFlow (`tf.summary.scalar` needs the
 # tensorboard package, which TensorFlow no longer installs).
 _SCALAR_METADATA = summary_pb2.SummaryMetadata(
@@ -292,7 +289,7 @@ class _StopAtStep(keras.callbacks.Callback):
         self._start = time.monotonic()
 
     def on_train_batch_end(self, batch, logs=None):
-        if self.max_step is not None and _step(self.model) >= self.max_step:
+        if self.max_step is not None and optimizer_step(self.model) >= self.max_step:
             self.stop(f"reached train.max_step ({self.max_step})")
         elif self.time_limit is not None and time.monotonic() - self._start >= self.time_limit:
             self.stop(f"reached the time limit ({self.time_limit:g} s)")
@@ -346,7 +343,7 @@ class _TrainingSummaries(keras.callbacks.Callback):
             self._offsets[metric.name] = (offset[0] - total, offset[1] - count)
 
     def on_train_batch_end(self, batch, logs=None):
-        step = _step(self.model)
+        step = optimizer_step(self.model)
         if step == 0 or step % self.every or step == self._last_step:
             return  # (0: the first batches of an accumulated update)
         self._last_step = step
@@ -421,13 +418,13 @@ class _Evaluation(keras.callbacks.Callback):
         self._epoch_values = {}
 
     def on_train_batch_end(self, batch, logs=None):
-        step = _step(self.model)  # 0 after the first batches of an accumulated update
+        step = optimizer_step(self.model)  # 0 after the first batches of an update
         if step > 0 and step % self.every == 0:
             self._evaluate(step)
 
     def on_epoch_end(self, epoch, logs=None):
         if self.model.stop_training:  # the end of training
-            self._evaluate(_step(self.model))
+            self._evaluate(optimizer_step(self.model))
         if logs is not None:
             logs.update(self._epoch_values)
         self._epoch_values = {}
@@ -658,8 +655,9 @@ def train(config, time_limit=None, verbose="auto"):
     )
     if manager.latest_checkpoint:
         checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
-        print(f"Restored {manager.latest_checkpoint} (step {_step(translator)})", flush=True)
-    start_step = _step(translator)
+        print(f"Restored {manager.latest_checkpoint} (step {optimizer_step(translator)})",
+              flush=True)
+    start_step = optimizer_step(translator)
     max_step = train_section["max_step"]
     if max_step is not None and start_step >= max_step:
         print(f"Nothing to train: step {start_step} already reaches train.max_step ({max_step})")
@@ -723,10 +721,10 @@ def train(config, time_limit=None, verbose="auto"):
             )
     except KeyboardInterrupt:
         if checkpoints.manager is not None:
-            path = checkpoints.save(_step(translator))
+            path = checkpoints.save(optimizer_step(translator))
             print(f"\nInterrupted: saved {path}", flush=True)
         raise
-    step = _step(translator)
+    step = optimizer_step(translator)
     last_checkpoint = checkpoints.manager.latest_checkpoint
     averaged = None
     count = train_section["average_last_checkpoints"]

@@ -7,6 +7,7 @@ import keras
 import tensorflow as tf
 
 from kerasnmt.training.non_finite_loss import check_finite_loss
+from kerasnmt.training.optimizer_step import optimizer_step
 
 
 def training_checkpoint(model):
@@ -67,9 +68,6 @@ class CheckpointCallback(keras.callbacks.Callback):
         self.restored_step = None
         self._last_saved_step = None
 
-    def _step(self):
-        return int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
-
     def on_train_begin(self, logs=None):
         checkpoint = training_checkpoint(self.model)
         self.manager = tf.train.CheckpointManager(
@@ -77,7 +75,7 @@ class CheckpointCallback(keras.callbacks.Callback):
         )
         if self.restore and self.manager.latest_checkpoint:
             checkpoint.restore(self.manager.latest_checkpoint).assert_existing_objects_matched()
-            self.restored_step = self._step()
+            self.restored_step = optimizer_step(self.model)
             self._last_saved_step = self.restored_step
             print(f"Restored {self.manager.latest_checkpoint} (step {self.restored_step})")
 
@@ -92,10 +90,10 @@ class CheckpointCallback(keras.callbacks.Callback):
             self._last_saved_step = step
 
     def on_train_batch_end(self, batch, logs=None):
-        step = self._step()
+        step = optimizer_step(self.model)
         check_finite_loss(logs, step)
         if step > 0 and step % self.save_every_steps == 0:
             self._save(step)
 
     def on_train_end(self, logs=None):
-        self._save(self._step())
+        self._save(optimizer_step(self.model))

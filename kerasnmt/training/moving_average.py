@@ -6,6 +6,8 @@ import contextlib
 import keras
 import tensorflow as tf
 
+from kerasnmt.training.optimizer_step import optimizer_step
+
 
 class MovingAverage(keras.callbacks.Callback):
     """Keeps an exponential moving average of a model's trainable weights while it trains.
@@ -37,19 +39,16 @@ class MovingAverage(keras.callbacks.Callback):
         self._averages = None
         self._last_step = None
 
-    def _step(self):
-        return int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
-
     def on_train_begin(self, logs=None):
         self._averages = None
         self._last_step = None
 
     def on_train_batch_begin(self, batch, logs=None):
         if self._last_step is None:  # after on_train_begin restored a checkpoint, if any
-            self._last_step = self._step()
+            self._last_step = optimizer_step(self.model)
 
     def on_train_batch_end(self, batch, logs=None):
-        step = self._step()
+        step = optimizer_step(self.model)
         if step == self._last_step:
             return
         self._last_step = step

@@ -4,6 +4,8 @@ import math
 
 import keras
 
+from kerasnmt.training.optimizer_step import optimizer_step
+
 
 class NonFiniteLossError(RuntimeError):
     """Raised when the training loss becomes NaN or infinite."""
@@ -40,5 +42,5 @@ class StopOnNonFiniteLoss(keras.callbacks.Callback):
     def on_train_batch_end(self, batch, logs=None):
         step = batch
         if self.model is not None and getattr(self.model, "optimizer", None) is not None:
-            step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+            step = optimizer_step(self.model)
         check_finite_loss(logs, step)
