@@ -87,7 +87,9 @@ class BeamSampler(keras.layers.Layer):
     one example until it is done (as with `compact_batch`: each result is the one of its
     example decoded alone), leaves its results in the output tables, and takes the next
     example at the next step, so every step decodes `num_slots` examples until the last
-    ones, instead of a batch waiting for its longest output. `step_fn` then gets the step
+    ones, instead of a batch waiting for its longest output; once no example waits and at
+    most a quarter of the slots are busy, the busy ones finish in `ceil(num_slots / 4)`
+    slots (a second loop, as `compact_batch` shrinks a batch). `step_fn` then gets the step
     of each slot and the example each slot decodes. Sampling draws differ from those of a
     batch (the seed is folded with the loop's iteration).
 
@@ -151,11 +153,12 @@ class BeamSampler(keras.layers.Layer):
             `step_fn` is then called as `step_fn(ids, step, state, examples)`: `ids`
             `[num_slots * beam_size]`, `step` int32 `[num_slots]` (each slot's step in its
             current example, from 0), `examples` int32 `[num_slots]` (the example each slot
-            decodes; an idle slot's rows are finished and their outputs dropped). The
-            reordered state (`initial_state`, leading dimension `B`) is tiled into a slot's
-            rows when it takes an example; `unordered_state` belongs to the slots (leading
-            dimension `num_slots` or `num_slots * beam_size`), never reset. Alignments are
-            recorded only when `attention_size` is given.
+            decodes; an idle slot's rows are finished and their outputs dropped); the last
+            steps pass `ceil(num_slots / 4)` slots. The reordered state (`initial_state`,
+            leading dimension `B`) is tiled into a slot's rows when it takes an example;
+            `unordered_state` belongs to the slots (leading dimension `num_slots` or
+            `num_slots * beam_size`), never reset, and follows its slots into the smaller
+            batch. Alignments are recorded only when `attention_size` is given.
         num_examples: with `num_slots`, decode only the first `num_examples` examples
             (an int32 scalar, e.g. when `B` is padded to a fixed size); the others get
             empty results.
@@ -341,8 +344,10 @@ class BeamSampler(keras.layers.Layer):
 
         A slot decodes one example at a time; when it is done (as with `compact_batch`),
         its results stay in the output tables at the example's place and the slot takes
-        the next example (its hypotheses, step and `initial_state` rows reset). The loop
-        ends when every example is done.
+        the next example (its hypotheses, step and `initial_state` rows reset). Once no
+        example waits and at most `ceil(num_slots / 4)` slots are busy, a second loop goes
+        on with that many slots (`_keep_busy_slots`). The search ends when every example
+        is done.
         """
         beam_size, max_length = self.beam_size, self.max_length
         total = start_ids.shape[0] if start_ids.shape[0] is not None else tf.shape(start_ids)[0]
@@ -350,7 +355,6 @@ class BeamSampler(keras.layers.Layer):
             tf.cast(num_examples, tf.int32), total
         )
         num_rows = num_slots * beam_size
-        first_log_probs = tf.tile([0.0] + [float("-inf")] * (beam_size - 1), [num_slots])
         # Table rows: example e's hypotheses at e * beam_size + k; an idle slot writes to
         # the rows of a spare example `total`, dropped at the end.
         table_rows = (total + 1) * beam_size
@@ -371,8 +375,8 @@ class BeamSampler(keras.layers.Layer):
             "next_example": tf.constant(num_slots, tf.int32),
             "ids": tiled_examples(start_ids, examples),
             "finished": tf.repeat(tf.logical_not(active), beam_size),
-            "log_probs": first_log_probs,
-            "scores": first_log_probs,
+            "log_probs": _first_log_probs(num_slots, beam_size),
+            "scores": _first_log_probs(num_slots, beam_size),
             "lengths": tf.zeros([num_rows], tf.int32),
             "step_ids": tf.fill([table_rows, max_length], end_id),
             "parent_ids": tf.tile(tf.range(beam_size)[tf.newaxis, :, tf.newaxis],
@@ -396,6 +400,8 @@ class BeamSampler(keras.layers.Layer):
         returns_attention = []  # filled when the first step runs (eager) or is traced
 
         def body(loop):
+            num_rows = loop["ids"].shape[0]
+            first_log_probs = _first_log_probs(num_rows // beam_size, beam_size)
             logits, attention, new_state, new_unordered_state = self._call_step_fn(
                 lambda state: step_fn(loop["ids"], loop["steps"], state, loop["examples"]),
                 loop, num_rows, attention_size, returns_attention,
@@ -462,13 +468,22 @@ class BeamSampler(keras.layers.Layer):
             )
             return (next_loop,)
 
-        (loop,) = tf.while_loop(
-            lambda loop: tf.reduce_any(loop["active"]),
-            body,
-            (loop,),
-            maximum_iterations=max_length * total,
-            parallel_iterations=1,
-        )
+        slot_counts = sorted({num_slots, -(-num_slots // 4)}, reverse=True)
+        for index, slots in enumerate(slot_counts):
+            if index:
+                loop = self._keep_busy_slots(loop, slots)
+            later_slots = slot_counts[index + 1] if index + 1 < len(slot_counts) else 0
+
+            def cond(loop, later_slots=later_slots):
+                busy = tf.reduce_sum(tf.cast(loop["active"], tf.int32))
+                # Fewer slots once no example is left to take and few are busy.
+                waiting = loop["next_example"] < num_examples
+                return tf.logical_and(busy > 0, tf.logical_or(waiting, busy > later_slots))
+
+            (loop,) = tf.while_loop(
+                cond, body, (loop,), maximum_iterations=max_length * total,
+                parallel_iterations=1,
+            )
         kept = total * beam_size
 
         def by_step(table):  # [rows, T, ...] -> [T, rows, ...] of the real examples
@@ -481,6 +496,28 @@ class BeamSampler(keras.layers.Layer):
             by_step(loop["attention"]) if "attention" in loop and returns_attention == [True]
             else None, end_id, total,
         )
+
+    def _keep_busy_slots(self, loop, num_slots):
+        """The slot loop with `num_slots` of its slots, the busy ones first (as many as fit:
+        the caller ensures they all do), each with its rows of the state and unordered
+        state; the output tables are the examples', kept whole."""
+        beam_size = self.beam_size
+        old_slots = loop["examples"].shape[0]
+        slots = tf.argsort(tf.cast(loop["active"], tf.int32), direction="DESCENDING",
+                           stable=True)[:num_slots]
+        rows = _example_rows(slots, beam_size)
+
+        def gather(tensor):  # per slot or per row, by its leading dimension
+            indices = slots if tensor.shape[0] == old_slots else rows
+            return tf.ensure_shape(tf.gather(tensor, indices),
+                                   [indices.shape[0]] + tensor.shape.as_list()[1:])
+
+        kept = dict(loop)
+        for key in ("steps", "examples", "active", "ids", "finished", "log_probs", "scores",
+                    "lengths", "state", "accumulated_attention", "unordered_state"):
+            if key in loop:
+                kept[key] = tf.nest.map_structure(gather, loop[key])
+        return kept
 
     def _examples_done(self, loop):
         """bool `[B]`: every hypothesis of the example has finished (with `early_exit`: its
@@ -947,6 +984,12 @@ class BeamSampler(keras.layers.Layer):
             compact_batch=self.compact_batch,
         )
         return config
+
+
+def _first_log_probs(num_examples, beam_size):
+    """`[num_examples * beam_size]`: each example's first hypothesis at 0, the others
+    at -inf."""
+    return tf.tile([0.0] + [float("-inf")] * (beam_size - 1), [num_examples])
 
 
 def _example_rows(examples, beam_size):

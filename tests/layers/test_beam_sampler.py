@@ -980,3 +980,35 @@ def test_slots_without_attention_size_record_no_alignment():
     nothing = tf.function(lambda: sampler(step_fn, tf.zeros([0], tf.int32), END, num_slots=2,
                                           attention_size=3))()
     assert nothing["ids"].shape == (0, 1, 3) and nothing["alignment"].shape == (0, 1, 3, 3)
+
+
+def test_the_last_examples_of_a_stream_finish_in_a_quarter_of_the_slots():
+    """Once no example waits for a slot and at most a quarter of the slots are busy, the
+    busy ones go on in `ceil(num_slots / 4)` slots (8 -> 2 here, rows of beam 2): the
+    step function then gets 4 rows, and the results stay those of each example alone."""
+    rng = np.random.default_rng(19)  # two outputs of 10 tokens, the others of 0 or 1
+    vocab_size, num_examples, beam_size = 6, 12, 2
+    table = tf.constant(rng.normal(scale=2.0, size=[vocab_size, vocab_size]), tf.float32)
+    attention_table = tf.ones([vocab_size, 3]) / 3
+    bias = tf.constant(rng.normal(size=num_examples), tf.float32)
+    markov = slot_step_fn(table, attention_table, bias, beam_size)
+    rows_per_call = []
+
+    def step_fn(ids, steps, state, examples):
+        rows_per_call.append(int(ids.shape[0]))
+        return markov(ids, steps, state, examples)
+
+    start_ids = tf.constant(rng.integers(0, vocab_size, size=num_examples), tf.int32)
+    initial_state = (tf.zeros([num_examples], tf.int32), tf.range(num_examples))
+    # early_exit: an example whose best output is short frees its slot at once.
+    sampler = BeamSampler(beam_size=beam_size, length_penalty=0.6, max_length=10,
+                          early_exit=True)
+    outputs = sampler(step_fn, start_ids, END, initial_state=initial_state, num_slots=8)
+    first_small = rows_per_call.index(4)
+    assert first_small > 0 and set(rows_per_call[:first_small]) == {16}
+    assert set(rows_per_call[first_small:]) == {4}
+    for example in range(num_examples):
+        alone = sampler(markov, start_ids[example:example + 1], END, initial_state=(
+            initial_state[0][example:example + 1], initial_state[1][example:example + 1]))
+        np.testing.assert_array_equal(outputs["ids"][example], alone["ids"][0])
+        np.testing.assert_allclose(outputs["scores"][example], alone["scores"][0], atol=1e-5)
