@@ -46,6 +46,11 @@ def _check_length_arguments(length_ratio, length_offset):
         )
 
 
+# Decoding streams group sentences by widths of multiples of this (up to 8 times it), finer
+# than batches: a stream's cache length and its steps' cost follow its width.
+STREAM_WIDTH_MINIMUM = 8
+
+
 def bucket_source_width(length, minimum=16):
     """The width a batch whose longest source has `length` tokens is padded to.
 
@@ -97,8 +102,8 @@ def pad_batch(source_ids, source_length, batch_size, width):
 
 def decoding_streams(batches, num_slots, maximum_size=None, shortlist=None):
     """Regroups batches of source features into streams for `Translator.decode(...,
-    num_slots=num_slots)`: the sentences of one source width (`bucket_source_width`),
-    longest first (so that a stream's last steps decode short sentences), at most
+    num_slots=num_slots)`: the sentences of one source width (`bucket_source_width`
+    with `minimum=STREAM_WIDTH_MINIMUM`), longest first (so that a stream's last steps decode short sentences), at most
     `maximum_size` (default `16 * num_slots`) per stream.
 
     With a `shortlist` (`kerasnmt.data.LexicalShortlist`), a stream also ends before the
@@ -130,7 +135,7 @@ def decoding_streams(batches, num_slots, maximum_size=None, shortlist=None):
     by_width = {}
     for batch in batches:
         for row, length in enumerate(batch["length"].tolist()):
-            rows = by_width.setdefault(bucket_source_width(length), [])
+            rows = by_width.setdefault(bucket_source_width(length, STREAM_WIDTH_MINIMUM), [])
             rows.append({key: value[row] for key, value in batch.items()})
     streams = []
     for width in sorted(by_width):

@@ -17,6 +17,7 @@ from kerasnmt.layers.beam_sampler import BeamSampler
 from kerasnmt.layers.transformer_decoder import TransformerDecoder
 from kerasnmt.layers.transformer_encoder import TransformerEncoder
 from kerasnmt.models.translation import (
+    STREAM_WIDTH_MINIMUM,
     bucket_source_width,
     decoding_length_limit,
     decoding_streams,
@@ -616,10 +617,11 @@ class Translator(keras.Model):
         every later call; the translations are put back in input order.
 
         With `BeamSampler(compact_batch=True)` (each result the one of its sentence decoded
-        alone), the sentences of each source width instead stream through decoding slots,
-        longest first (`decode` with `num_slots`; up to 16 times the slots a call, padded
-        to the slots times a power of two): a slot takes the next sentence as soon as its
-        own is done, so no step waits for the longest translation of a batch. The streams
+        alone), the sentences of each source width (multiples of 8 tokens) instead stream
+        through decoding slots, longest first (`decode` with `num_slots`; up to 16 times
+        the slots a call, padded to the slots times a power of two): a slot takes the next
+        sentence as soon as its own is done, so no step waits for the longest translation
+        of a batch, and a stream's last sentences finish in a quarter of the slots. The streams
         go through `decoding_threads` concurrent calls of `batch_size / decoding_threads`
         slots each (`batch_size` sentences decoded at once in all): one decoding step uses
         little more than one core, two steps at once keep two busy.
@@ -674,10 +676,11 @@ class Translator(keras.Model):
 
         def translate_batch(features):
             length = features["length"]
+            longest = length.max() if len(length) else 0
+            width = (bucket_source_width(longest, STREAM_WIDTH_MINIMUM) if "size" in features
+                     else bucket_source_width(longest))
             ids, padded_length = pad_batch(
-                features["ids"], length, features.get("size", batch_size),
-                bucket_source_width(length.max() if len(length) else 0),
-            )
+                features["ids"], length, features.get("size", batch_size), width)
             shortlist_ids = None
             if shortlist is not None:
                 padded_ids, fits = shortlist.padded_target_ids(ids)
