@@ -8,13 +8,17 @@ loaders read: `tf.saved_model.load` and the session loader of TF Serving and
    looked up by the model's own `TranslationPreprocessor` (string ops, outside XLA), and
    each source is cut to its first `maximum_source_length` tokens; a sentence with no
    token (empty or whitespace only) translates to the empty string with score 0;
-2. the batch's token ids are padded to the smallest source width of
-   `source_length_buckets` that holds its longest source, and its rows to the smallest
-   of `batch_size_buckets` that holds them (larger batches go through in chunks of the
-   largest), so the numeric decoding sees a few shapes only;
+2. each sentence's token ids are padded to the smallest source width of
+   `source_length_buckets` that holds it, and the sentences of each width, longest
+   first, to the smallest of `batch_size_buckets` that holds them (more go through in
+   chunks of the largest), so the numeric decoding sees a few shapes only, and a long
+   sentence does not widen the decoding of the short ones of its request;
 3. `Translator.decode` runs the encoder and the `BeamSampler` compiled by XLA
    (`jit_compile=True`), one function traced per source width, compiled once per
-   (batch bucket, width) and then reused;
+   (batch bucket, width) and then reused; the decodings of the widths of a request run
+   concurrently. With `BeamSampler(compact_batch=True)` each result is that of its
+   sentence decoded alone; without it (OpenNMT-tf's batch search, whose n-best lists
+   depend on the batch), the sentences of one width are decoded as one batch;
 4. the ids are turned back into text by the preprocessor (`detokenize_target`).
 
 The vocabularies and the SentencePiece model are constants of the graph
@@ -49,7 +53,7 @@ from kerasnmt.layers.vocab_lookup import UNKNOWN_TOKEN
 SERVING_SIGNATURE = "serving_default"
 N_BEST_SIGNATURE = "n_best"
 DEFAULT_MAXIMUM_SOURCE_LENGTH = 256
-DEFAULT_BATCH_SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64)
+DEFAULT_BATCH_SIZE_BUCKETS = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64)
 SMALLEST_SOURCE_BUCKET = 8
 _EXECUTION_FUNCTIONS = ("train_function", "test_function", "predict_function")
 
@@ -119,13 +123,7 @@ class _TranslateFunction:
         features = self.preprocessor.source_lookup(tokens)
         ids = tf.cast(features["ids"], tf.int32)
         length = tf.cast(features["length"], tf.int32)
-        batch_size = tf.shape(ids)[0]
-        branches = [
-            (lambda width=width: self._decode_width(ids, length, batch_size, width))
-            for width in self.source_length_buckets
-        ]
-        longest = tf.maximum(_maximum(length), 1)
-        outputs = tf.switch_case(_bucket_index(longest, self.source_length_buckets), branches)
+        outputs = self._decode_by_width(ids, length)
         # A sentence without tokens translates to nothing, with score 0 (the model has
         # nothing to attend to: what it would produce depends on the padding around it).
         empty = tf.equal(length, 0)
@@ -139,20 +137,74 @@ class _TranslateFunction:
         }
         return outputs, length, tokens.to_tensor("")
 
+    def _decode_by_width(self, ids, length):
+        """Decodes each sentence at the smallest source width that holds it: the sentences
+        of each width bucket are decoded together (longest first), the buckets' decodings
+        run concurrently, and the outputs come back in input order, their steps and source
+        positions padded to the widest bucket's. A long sentence then no longer widens the
+        caches and the decoding length of the short ones of its request."""
+        buckets = self.source_length_buckets
+        bucket = tf.searchsorted(tf.constant(buckets, tf.int32), tf.maximum(length, 1))
+        rows_by_width = []
+        for index, width in enumerate(buckets):
+            rows = tf.reshape(tf.where(tf.equal(bucket, index)), [-1])
+            # Longest first: the rows padding a batch bucket repeat the shortest.
+            order = tf.argsort(tf.gather(length, rows), direction="DESCENDING", stable=True)
+            rows_by_width.append((tf.cast(tf.gather(rows, order), tf.int32), width))
+
+        def decoded(rows, width):
+            count = tf.size(rows)
+            return tf.cond(
+                count > 0,
+                lambda: self._decode_width(tf.gather(ids, rows)[:, :width],
+                                           tf.gather(length, rows), count, width),
+                self._no_outputs,
+            )
+
+        groups = [decoded(rows, width) for rows, width in rows_by_width]
+        steps = _maximum(tf.stack([tf.shape(group["ids"])[2] for group in groups]))
+        width = _maximum(tf.stack([tf.shape(group["alignment"])[3] for group in groups]))
+
+        def padded(key, tensor):  # steps (and source positions) to the widest group's
+            padding = [[0, 0], [0, 0]]
+            if key in ("ids", "alignment"):
+                padding.append([0, steps - tf.shape(tensor)[2]])
+            if key == "alignment":
+                padding.append([0, width - tf.shape(tensor)[3]])
+            return tf.pad(tensor, padding)
+
+        order = tf.concat([rows for rows, _ in rows_by_width], 0)
+        input_order = tf.math.invert_permutation(order)
+        return {
+            key: tf.gather(tf.concat([padded(key, group[key]) for group in groups], 0),
+                           input_order)
+            for key in groups[0]
+        }
+
+    def _no_outputs(self):
+        """The decode outputs of no sentence (a width bucket no sentence falls in)."""
+        n_best = self.sampler.n_best
+        return {
+            "ids": tf.zeros([0, n_best, 0], tf.int32),
+            "lengths": tf.zeros([0, n_best], tf.int32),
+            "log_probs": tf.zeros([0, n_best]),
+            "scores": tf.zeros([0, n_best]),
+            "alignment": tf.zeros([0, n_best, 0, 0]),
+        }
+
     def _decode_width(self, ids, length, batch_size, width):
-        """Decodes `[B, <=width]` ids padded to `width`, in chunks of a batch bucket."""
-        ids = tf.pad(ids, [[0, 1], [0, width - tf.shape(ids)[1]]])  # + one empty row
-        ids = tf.ensure_shape(ids, [None, width])
-        length = tf.pad(length, [[0, 1]])
+        """Decodes `[B, <=width]` ids (`B >= 1`) padded to `width`, in chunks of a batch
+        bucket."""
+        ids = tf.ensure_shape(tf.pad(ids, [[0, 0], [0, width - tf.shape(ids)[1]]]),
+                              [None, width])
         # The smallest batch bucket that holds the batch, else chunks of the largest.
-        fitting = tf.clip_by_value(batch_size, 1, self.batch_size_buckets[-1])
+        fitting = tf.minimum(batch_size, self.batch_size_buckets[-1])
         chunk = tf.gather(self.batch_size_buckets,
                           _bucket_index(fitting, self.batch_size_buckets))
-        num_chunks = tf.maximum((batch_size + chunk - 1) // chunk, 1)
-        # Padding rows repeat the last sentence (the empty row for an empty batch), so they
-        # finish with it and never lengthen the decoding loop.
-        rows = tf.minimum(tf.range(num_chunks * chunk), tf.maximum(batch_size - 1, 0))
-        rows = tf.where(batch_size > 0, rows, batch_size)
+        num_chunks = (batch_size + chunk - 1) // chunk
+        # Padding rows repeat the last sentence (the shortest), so they finish with it and
+        # never lengthen the decoding loop.
+        rows = tf.minimum(tf.range(num_chunks * chunk), batch_size - 1)
         chunked_ids = tf.reshape(tf.gather(ids, rows), [num_chunks, chunk, width])
         chunked_length = tf.reshape(tf.gather(length, rows), [num_chunks, chunk])
         outputs = tf.map_fn(

@@ -235,6 +235,38 @@ def test_bad_inputs_do_not_crash_the_loaded_model(whitespace_export, whitespace_
     assert translations[3:] == _translations(translator, [first_tokens, "a \ufffd b", "d e"])
 
 
+def test_each_sentence_is_decoded_at_the_width_of_its_own_bucket(whitespace_export):
+    """A request mixing widths: each width bucket's sentences are decoded together, longest
+    first, at that width (a long sentence does not widen the others' decoding), and the
+    outputs come back in input order (run eagerly: only the decodings that run are seen)."""
+    translator, _ = whitespace_export
+    # compact_batch: each result is its sentence's decoded alone, whatever the batch.
+    sampler = BeamSampler(beam_size=2, n_best=2, length_penalty=0.6, max_length=20,
+                          compact_batch=True)
+    function = _TranslateFunction(
+        translator, sampler, MAXIMUM_SOURCE_LENGTH, [4, 8, MAXIMUM_SOURCE_LENGTH], [8],
+        length_ratio=2.0, length_offset=10, replace_unknown_target=False, jit_compile=False,
+        shortlist=None,
+    )
+    batch = ["a b", "h g f e d c b a h g", "b c d e f", "c", "d e f g h a"]
+    decoded = []
+    decode_width = function._decode_width
+
+    def recorded(ids, length, batch_size, width):
+        decoded.append((width, length.numpy().tolist()))
+        return decode_width(ids, length, batch_size, width)
+
+    function._decode_width = recorded
+    outputs = function.n_best(tf.constant(batch), with_alignments=False)
+    assert decoded == [(4, [2, 1]), (8, [6, 5]), (MAXIMUM_SOURCE_LENGTH, [10])]
+    expected = translator.translate(batch, sampler=sampler, return_details=True,
+                                    jit_compile=False)
+    assert [_strings(row) for row in outputs["translations"]] == [
+        [h["text"] for h in n_best] for n_best in expected]
+    np.testing.assert_allclose(
+        outputs["scores"], [[h["score"] for h in n] for n in expected], atol=1e-4)
+
+
 def test_batches_larger_than_the_largest_bucket_go_in_chunks(whitespace_export,
                                                            whitespace_model):
     translator, _ = whitespace_export
