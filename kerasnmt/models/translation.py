@@ -103,8 +103,8 @@ def pad_batch(source_ids, source_length, batch_size, width):
 def decoding_streams(batches, num_slots, maximum_size=None, shortlist=None):
     """Regroups batches of source features into streams for `Translator.decode(...,
     num_slots=num_slots)`: the sentences of one source width (`bucket_source_width`
-    with `minimum=STREAM_WIDTH_MINIMUM`), longest first (so that a stream's last steps decode short sentences), at most
-    `maximum_size` (default `16 * num_slots`) per stream.
+    with `minimum=STREAM_WIDTH_MINIMUM`), longest first (so that a stream's last steps
+    decode short sentences), at most `maximum_size` (default `16 * num_slots`) per stream.
 
     With a `shortlist` (`kerasnmt.data.LexicalShortlist`), a stream also ends before the
     sentence that would take the union of its sentences' shortlists beyond
