@@ -501,22 +501,17 @@ class BeamSampler(keras.layers.Layer):
         """The slot loop with `num_slots` of its slots, the busy ones first (as many as fit:
         the caller ensures they all do), each with its rows of the state and unordered
         state; the output tables are the examples', kept whole."""
-        beam_size = self.beam_size
-        old_slots = loop["examples"].shape[0]
         slots = tf.argsort(tf.cast(loop["active"], tf.int32), direction="DESCENDING",
                            stable=True)[:num_slots]
-        rows = _example_rows(slots, beam_size)
-
-        def gather(tensor):  # per slot or per row, by its leading dimension
-            indices = slots if tensor.shape[0] == old_slots else rows
-            return tf.ensure_shape(tf.gather(tensor, indices),
-                                   [indices.shape[0]] + tensor.shape.as_list()[1:])
-
+        rows = _example_rows(slots, self.beam_size)
+        old_rows = loop["ids"].shape[0]
         kept = dict(loop)
         for key in ("steps", "examples", "active", "ids", "finished", "log_probs", "scores",
                     "lengths", "state", "accumulated_attention", "unordered_state"):
             if key in loop:
-                kept[key] = tf.nest.map_structure(gather, loop[key])
+                kept[key] = tf.nest.map_structure(
+                    lambda tensor: _gather_rows_or_examples(tensor, slots, rows, old_rows),
+                    loop[key])
         return kept
 
     def _examples_done(self, loop):
@@ -632,12 +627,6 @@ class BeamSampler(keras.layers.Layer):
             return tf.ensure_shape(tf.gather(tensor, rows),
                                    [num_rows] + tensor.shape.as_list()[1:])
 
-        def gather_unordered(tensor):
-            if old_rows is not None and tensor.shape[0] == old_rows:
-                return gather_per_row(tensor)
-            return tf.ensure_shape(tf.gather(tensor, examples),
-                                   [num_examples] + tensor.shape.as_list()[1:])
-
         def gather_table(array, dtype):
             table = tf.gather(array.stack(), rows, axis=1)
             return tf.TensorArray(dtype, size=self.max_length,
@@ -654,7 +643,9 @@ class BeamSampler(keras.layers.Layer):
             elif key == "state":
                 gathered[key] = tf.nest.map_structure(gather_per_row, value)
             elif key == "unordered_state":
-                gathered[key] = tf.nest.map_structure(gather_unordered, value)
+                gathered[key] = tf.nest.map_structure(
+                    lambda tensor: _gather_rows_or_examples(tensor, examples, rows, old_rows),
+                    value)
             elif key != "step":
                 gathered[key] = gather_per_row(value)
         return gathered
@@ -990,6 +981,15 @@ def _first_log_probs(num_examples, beam_size):
     """`[num_examples * beam_size]`: each example's first hypothesis at 0, the others
     at -inf."""
     return tf.tile([0.0] + [float("-inf")] * (beam_size - 1), [num_examples])
+
+
+def _gather_rows_or_examples(tensor, examples, rows, old_rows):
+    """`tensor` gathered at `rows` (`_example_rows(examples)`) when its leading dimension
+    is statically `old_rows` (one per hypothesis), else at `examples` (one per example or
+    slot)."""
+    indices = rows if old_rows is not None and tensor.shape[0] == old_rows else examples
+    return tf.ensure_shape(tf.gather(tensor, indices),
+                           [indices.shape[0]] + tensor.shape.as_list()[1:])
 
 
 def _example_rows(examples, beam_size):
