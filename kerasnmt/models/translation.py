@@ -120,9 +120,9 @@ def decoding_streams(batches, num_slots, maximum_size=None, shortlist=None):
 
     Returns:
         A list of feature dicts, each with the sentences of one stream (`"ids"` cut to
-        their longest) and `"size"`: the number of rows to pad it to, `num_slots` times a
-        power of two (few distinct shapes to compile), at most `maximum_size` rounded up
-        to a multiple of `num_slots`.
+        their longest), `"width"`: the source width to pad them to, and `"size"`: the
+        number of rows to pad it to, `num_slots` times a power of two (few distinct shapes
+        to compile), at most `maximum_size` rounded up to a multiple of `num_slots`.
 
     Examples:
         >>> batch = {"index": np.arange(3), "ids": np.array([[5, 6, 7], [5, 0, 0], [9, 9, 0]]),
@@ -151,6 +151,7 @@ def decoding_streams(batches, num_slots, maximum_size=None, shortlist=None):
             while size < len(chunk):
                 size *= 2
             stream["size"] = min(size, maximum_size)
+            stream["width"] = width
             streams.append(stream)
     return streams
 

@@ -17,7 +17,6 @@ from kerasnmt.layers.beam_sampler import BeamSampler
 from kerasnmt.layers.transformer_decoder import TransformerDecoder
 from kerasnmt.layers.transformer_encoder import TransformerEncoder
 from kerasnmt.models.translation import (
-    STREAM_WIDTH_MINIMUM,
     bucket_source_width,
     decoding_length_limit,
     decoding_streams,
@@ -676,9 +675,8 @@ class Translator(keras.Model):
 
         def translate_batch(features):
             length = features["length"]
-            longest = length.max() if len(length) else 0
-            width = (bucket_source_width(longest, STREAM_WIDTH_MINIMUM) if "size" in features
-                     else bucket_source_width(longest))
+            width = features.get("width") or bucket_source_width(
+                length.max() if len(length) else 0)
             ids, padded_length = pad_batch(
                 features["ids"], length, features.get("size", batch_size), width)
             shortlist_ids = None

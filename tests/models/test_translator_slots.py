@@ -62,8 +62,8 @@ def test_translate_refuses_a_bad_number_of_decoding_threads(threads):
 
 
 def test_decoding_streams_group_by_width_longest_first():
-    """Sentences regroup by source width bucket (16, 32), longest first, at most
-    `maximum_size` a stream, padded to the slots times a power of two."""
+    """Sentences regroup by source width bucket (multiples of 8: 8, 16, 24, 32), longest
+    first, at most `maximum_size` a stream, padded to the slots times a power of two."""
     rng = np.random.default_rng(0)
     lengths = rng.integers(1, 30, size=40)
     batches = []
@@ -77,8 +77,8 @@ def test_decoding_streams_group_by_width_longest_first():
     streams = decoding_streams(batches, num_slots=4, maximum_size=12)
     seen = []
     for stream in streams:
-        widths = {16 if n <= 16 else 32 for n in stream["length"]}
-        assert len(widths) == 1 and len(stream["index"]) <= 12
+        widths = {-(-n // 8) * 8 for n in stream["length"]}
+        assert widths == {stream["width"]} and len(stream["index"]) <= 12
         assert list(stream["length"]) == sorted(stream["length"], reverse=True)
         assert stream["size"] in (4, 8, 12) and stream["size"] >= len(stream["index"])
         assert stream["ids"].shape[1] == stream["length"].max()
