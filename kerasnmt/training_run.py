@@ -137,14 +137,15 @@ def build_sampler(config, n_best=None):
     )
 
 
-def build_shortlist(config, preprocessor):
-    """The `LexicalShortlist` of `params.shortlist` for `preprocessor`'s vocabularies, or
-    None."""
-    params = config["params"]
-    if params["shortlist"] is None:
+def build_shortlist(config, preprocessor, path=None):
+    """The `LexicalShortlist` of `path`, else of `params.shortlist`, for `preprocessor`'s
+    vocabularies (`params.shortlist_width` wide), or None. `config` may be None."""
+    path = path or (config["params"]["shortlist"] if config else None)
+    if path is None:
         return None
-    return LexicalShortlist.load(params["shortlist"], preprocessor.source_vocabulary,
-                                 preprocessor.target_vocabulary, width=params["shortlist_width"])
+    width = {"width": config["params"]["shortlist_width"]} if config else {}
+    return LexicalShortlist.load(path, preprocessor.source_vocabulary,
+                                 preprocessor.target_vocabulary, **width)
 
 
 def accumulation_steps(config):

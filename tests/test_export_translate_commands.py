@@ -166,6 +166,35 @@ def test_build_shortlist_and_translate_with_it(trained_run, capsys):
     assert set(" ".join(expected).split()) <= set(" ".join(sources).upper().split())
 
 
+def test_export_and_translate_with_a_shortlist_file(trained_run, capsys):
+    """--shortlist gives a file to a configuration without params.shortlist: one that
+    allows a single word the model does not produce without it."""
+    directory, config_path, translator, sources, details = trained_run
+    produced = set(" ".join(n_best[0]["text"] for n_best in details).split())
+    assert produced, "the model translates to nothing: the test shows nothing"
+    word = sorted(set(" ".join(sources).upper().split()) - produced)[0]
+    path = directory / "one_word_shortlist.txt"
+    path.write_text("\t<blank> <s> </s>\n" + "".join(f"{w}\t{word}\n" for w in "abcdefgh"),
+                    encoding="utf-8")
+    shortlist = LexicalShortlist.load(path, translator.preprocessor.source_vocabulary,
+                                      translator.preprocessor.target_vocabulary)
+    expected = translator.translate(sources, sampler=build_sampler(load_config(config_path)),
+                                    shortlist=shortlist, jit_compile=False)
+    assert set(" ".join(expected).split()) <= {word}
+
+    status, out, err = run_cli(capsys, "translate", "--config", config_path,
+                               "--shortlist", path, "--input", directory / "val.src")
+    assert status == 0, err
+    assert out.splitlines() == expected
+    status, out, err = run_cli(capsys, "export", directory / "shortlist_export", "--config",
+                               config_path, "--shortlist", path, "--no-xla")
+    assert status == 0, err
+    serving = tf.saved_model.load(str(directory / "shortlist_export")).signatures[
+        "serving_default"]
+    texts = [t.decode() for t in serving(source=tf.constant(sources))["translation"].numpy()]
+    assert texts == expected
+
+
 def test_export_and_translate_a_keras_file(trained_run, capsys):
     directory, config_path, translator, sources, _ = trained_run
     translator.save(str(directory / "tiny.keras"))
@@ -201,6 +230,14 @@ def test_usage_and_input_errors(trained_run, capsys, tmp_path):
         cli.main(["translate", "--saved-model", str(tmp_path), "--no-xla"])
     assert exit_info.value.code == 2
     assert "--no-xla does not apply to --saved-model" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["translate", "--saved-model", str(tmp_path), "--shortlist", "vmap.txt"])
+    assert exit_info.value.code == 2
+    assert "--shortlist does not apply to --saved-model" in capsys.readouterr().err
+    status, out, err = run_cli(capsys, "export", tmp_path / "z", "--config", config_path,
+                               "--shortlist", tmp_path / "no_vmap.txt")
+    assert status == 2 and "no_vmap.txt" in err
+    assert not (tmp_path / "z").exists()
 
     (tmp_path / "bad.txt").write_bytes(b"a b\n\xff c\n")
     status, out, err = run_cli(capsys, "translate", "--config", config_path,
