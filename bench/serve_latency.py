@@ -14,7 +14,9 @@ first use; that is start-up cost, not serving cost). Then it prints:
 - batch 32: the whole file translated in batches of `--batch-size` sentences in file
   order, as sentences/s (and translated tokens/s, by whitespace); with `--concurrency N`,
   N clients send their batches at once (threads), as TF Serving serves concurrent
-  requests (one request's decoding keeps little more than one core busy).
+  requests (one request's decoding keeps little more than one core busy);
+- the sacreBLEU of those translations against `--references` (default: the German side
+  of the default test set), so that a faster export shows what it costs in quality.
 
 The decoding options are the export's (beam size, length penalty, ...); the figures are
 comparable only between exports with the same options, on the same machine.
@@ -29,11 +31,13 @@ import statistics
 import sys
 import time
 
+from sacrebleu.metrics import BLEU
+
 BLOCKED = ("keras", "kerasnmt", "tf_keras", "tensorflow_text")
-DEFAULT_SENTENCES = os.path.join(
-    os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data", "multi30k",
-    "test_2016_flickr.en",
-)
+MULTI30K = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared",
+                        "data", "multi30k")
+DEFAULT_SENTENCES = os.path.join(MULTI30K, "test_2016_flickr.en")
+DEFAULT_REFERENCES = os.path.join(MULTI30K, "test_2016_flickr.de")
 
 
 def parse_arguments():
@@ -41,6 +45,10 @@ def parse_arguments():
     parser.add_argument("saved_model", help="an exported SavedModel directory")
     parser.add_argument("--sentences", default=DEFAULT_SENTENCES,
                         help="source sentences, one a line (default: Multi30k test_2016_flickr.en)")
+    parser.add_argument("--references",
+                        help="reference translations of --sentences, one a line, to score "
+                        "the batch translations with sacreBLEU (default: "
+                        "test_2016_flickr.de with the default sentences)")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--single-sentences", type=int, default=200,
                         help="sentences timed one at a time (default: %(default)s)")
@@ -48,7 +56,10 @@ def parse_arguments():
                         help="passes over the file at batch size, the best is kept")
     parser.add_argument("--concurrency", type=int, default=1,
                         help="requests in flight at once for the batch measurement")
-    return parser.parse_args()
+    args = parser.parse_args()
+    if args.references is None and args.sentences == DEFAULT_SENTENCES:
+        args.references = DEFAULT_REFERENCES
+    return args
 
 
 def percentile(values, fraction):
@@ -69,6 +80,12 @@ def main():
                                         "ops", "_sentencepiece_tokenizer.so"))
     with open(args.sentences, encoding="utf-8") as stream:
         sentences = [line.rstrip("\n") for line in stream]
+    if args.references:
+        with open(args.references, encoding="utf-8") as stream:
+            references = [line.rstrip("\n") for line in stream]
+        if len(references) != len(sentences):
+            sys.exit(f"{args.references} has {len(references)} lines, {args.sentences} "
+                     f"{len(sentences)}: expected a reference for each sentence")
     start = time.perf_counter()
     model = tf.saved_model.load(args.saved_model)
     translate = model.signatures["serving_default"]
@@ -89,17 +106,18 @@ def main():
         translate(source=tf.constant([sentence]))
         latencies.append(time.perf_counter() - begin)
 
-    def translated_words(batch):
+    def translated(batch):
         outputs = translate(source=tf.constant(batch))
-        return sum(len(t.split()) for t in outputs["translation"].numpy())
+        return [text.decode("utf-8") for text in outputs["translation"].numpy()]
 
-    best, tokens = None, 0
+    best, translations = None, []
     with concurrent.futures.ThreadPoolExecutor(args.concurrency) as clients:
         for _ in range(args.repeats):
             begin = time.perf_counter()
-            tokens = sum(clients.map(translated_words, batches))
+            translations = [text for texts in clients.map(translated, batches) for text in texts]
             elapsed = time.perf_counter() - begin
             best = elapsed if best is None else min(best, elapsed)
+    words = sum(len(text.split()) for text in translations)
 
     imported = sorted({name.split(".")[0] for name, module in sys.modules.items()
                        if module is not None and name.split(".")[0] in BLOCKED})
@@ -112,7 +130,11 @@ def main():
           f"p95 {1000 * percentile(latencies, 0.95):.1f} ms")
     print(f"batch {args.batch_size}, {args.concurrency} at once ({len(sentences)} sentences, "
           f"best of {args.repeats}): "
-          f"{len(sentences) / best:.1f} sentences/s, {tokens / best:.0f} target words/s")
+          f"{len(sentences) / best:.1f} sentences/s, {words / best:.0f} target words/s")
+    if args.references:
+        bleu = BLEU()
+        score = bleu.corpus_score(translations, [references])
+        print(f"those translations: {score.score:.2f} BLEU ({bleu.get_signature()})")
 
 
 if __name__ == "__main__":
