@@ -358,8 +358,8 @@ def build_shortlist(parser):
     allowed. Writes CTranslate2's vmap format (SOURCE<TAB>TARGET TARGET ..., the tokens
     always allowed on the line with an empty source). Set params.shortlist to it (or give
     it to export and translate with --shortlist): each batch is then decoded over the
-    target tokens its sources allow (Marian's lexical shortlist). The tokenized corpus is held in memory: Multi30k's 29,000 pairs take 13 s
-    and 1.5 GB.
+    target tokens its sources allow (Marian's lexical shortlist). The tokenized corpus is
+    held in memory: Multi30k's 29,000 pairs take 13 s and 1.5 GB.
     """
     parser.add_argument("--config", required=True, metavar="RUN_YML", help="the run configuration")
     parser.add_argument("--output", "-o", required=True, help="the shortlist file to write")
@@ -725,8 +725,6 @@ def translate(parser):
     _add_no_xla_argument(parser)
 
     def run(args):
-        from kerasnmt.training_run import build_shortlist
-
         if args.saved_model and args.early_exit:
             parser.error("--early-exit does not apply to --saved-model (fixed at export)")
         if args.saved_model and args.shortlist:
@@ -754,6 +752,8 @@ def translate(parser):
                     f"--n-best {n_best} is more than params.beam_width "
                     f"({config['params']['beam_width']})"
                 )
+            from kerasnmt.training_run import build_shortlist
+
             translate_batch = _CheckpointTranslator(
                 translator, config, n_best, batch_size, args.early_exit, not args.no_xla,
                 build_shortlist(config, translator.preprocessor, args.shortlist),
