@@ -85,8 +85,11 @@ def _maximum(values):
 
 
 def _bucket_index(value, buckets):
-    """Index of the smallest bucket >= value (value <= buckets[-1])."""
-    return tf.searchsorted(tf.constant(buckets, tf.int32), tf.reshape(value, [1]))[0]
+    """Index of the smallest bucket >= value, for each of `value` (a scalar or a vector,
+    values <= buckets[-1])."""
+    value = tf.convert_to_tensor(value, tf.int32)
+    indices = tf.searchsorted(tf.constant(buckets, tf.int32), tf.reshape(value, [-1]))
+    return tf.reshape(indices, tf.shape(value))
 
 
 class _TranslateFunction:
@@ -144,7 +147,7 @@ class _TranslateFunction:
         positions padded to the widest bucket's. A long sentence then no longer widens the
         caches and the decoding length of the short ones of its request."""
         buckets = self.source_length_buckets
-        bucket = tf.searchsorted(tf.constant(buckets, tf.int32), tf.maximum(length, 1))
+        bucket = _bucket_index(tf.maximum(length, 1), buckets)
         rows_by_width = []
         for index, width in enumerate(buckets):
             rows = tf.reshape(tf.where(tf.equal(bucket, index)), [-1])
