@@ -725,12 +725,11 @@ def translate(parser):
     _add_no_xla_argument(parser)
 
     def run(args):
-        if args.saved_model and args.early_exit:
-            parser.error("--early-exit does not apply to --saved-model (fixed at export)")
-        if args.saved_model and args.shortlist:
-            parser.error("--shortlist does not apply to --saved-model (fixed at export)")
-        if args.saved_model and args.no_xla:
-            parser.error("--no-xla does not apply to --saved-model (fixed at export)")
+        fixed_at_export = {"--early-exit": args.early_exit, "--shortlist": args.shortlist,
+                           "--no-xla": args.no_xla}
+        for option, given in fixed_at_export.items():
+            if args.saved_model and given:
+                parser.error(f"{option} does not apply to --saved-model (fixed at export)")
         if args.saved_model and (args.config or args.model or args.checkpoint):
             parser.error("--saved-model goes alone, without --config, --checkpoint or --model")
         if not args.saved_model:
