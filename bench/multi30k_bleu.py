@@ -1,28 +1,39 @@
 """BLEU of the Multi30k recipe after a fixed training time, with training and decoding speed.
 
-    python bench/multi30k_bleu.py                       # 25 minutes of training
+    python bench/multi30k_bleu.py                       # 25 minutes of the reference recipe
+    python bench/multi30k_bleu.py --recipe tiny         # 25 minutes of the tiny recipe
     python bench/multi30k_bleu.py --train-minutes 1 --test-sentences 50   # smoke run
 
-The recipe of `examples/multi30k/run.yml`: the reference 3+3 layer relative-position
-Transformer (256 units, 4 heads, FFN 1024, `maximum_relative_position` 20) on a joint
-8k SentencePiece vocabulary of the training files (trained once into `--workdir`, then
-reused), token batches of 4096. The run starts from scratch in `--workdir/model`
+`--recipe reference` (the default) trains `examples/multi30k/run.yml`: the reference 3+3
+layer relative-position Transformer (256 units, 4 heads, FFN 1024,
+`maximum_relative_position` 20) on a joint 8k SentencePiece unigram vocabulary, token
+batches of 4096, beam 4 and length penalty 0.6. `--recipe tiny` trains
+`examples/multi30k_tiny/run.yml`: the published tiny Transformer (4+4 post-norm layers, 128
+units, FFN 256, dropout 0.3, sinusoidal positions) on a joint 8k SentencePiece BPE
+vocabulary of the whole training corpus, 8,192-token batches, beam 5 and length penalty 1.
+The vocabulary is trained once into `--workdir` (default `runs/multi30k` or
+`runs/multi30k_tiny`), then reused. The run starts from scratch in `--workdir/model`
 and trains for `--train-minutes` of wall-clock time (`kerasnmt.training_run.train`,
 `time_limit`; building the model and the pipeline is not counted), without validation
 (none of the budget goes to it); the model is the last checkpoint, not an average
 (`--average-last-checkpoints N` averages the last N: in a short run they are 150 steps
 apart while the loss still falls fast, and the average is worse than the last one).
-Then `test_2016_flickr.en` is translated with beam 4 and length penalty 0.6
-(`Translator.translate`, batches of 32 sentences) and scored with sacreBLEU on
-detokenized text against `test_2016_flickr.de`. The model is also exported to
+Then `test_2016_flickr.en` is translated with the recipe's beam and length penalty
+(`--beam-size`, `--length-penalty` override them; `Translator.translate`, batches of 32
+sentences) and scored against `test_2016_flickr.de` with sacreBLEU on detokenized text,
+and on Moses-tokenized lowercased text as papers report it. The model is also exported to
 `saved_models/multi30k/N` (for `bench/serve_latency.py`) and saved as
 `--workdir/model.keras` (for `bench/decode_speed.py --checkpoint`).
 
 Printed:
-- sacreBLEU and chrF2 with their signatures;
-- training tokens/s: source + target tokens (real tokens, padding excluded) of the
-  batches trained on, divided by the training time. The tokens of each step are the
-  mean over one full pass of the same pipeline (a run covers many passes);
+- sacreBLEU BLEU, BLEU as published ("BLEU tokenized lc": Moses-tokenized for `de`,
+  lowercased) and chrF2, with their signatures;
+- training: the optimizer steps of the run and its training time, both as the run itself
+  counted them (`TrainingResult.step`, `TrainingResult.train_seconds`: the time in `fit`,
+  evaluations included, model construction and checkpoint averaging excluded), and
+  source + target tokens/s (real tokens, padding excluded) of the batches trained on. The
+  tokens of each step are the mean over one full pass of the same pipeline (a run covers
+  many passes);
 - decoding tokens/s: target tokens produced (SentencePiece pieces, `</s>` excluded)
   divided by the translation time of the test set, measured on a second pass (the
   first compiles the decoding for each batch shape);
@@ -63,31 +74,44 @@ from kerasnmt.training_run import (  # noqa: E402
 )
 
 SHARED_DATA = os.path.join(REPOSITORY, "..", "shared", "data", "multi30k")
+# Each recipe's configuration and the SentencePiece model it is trained with.
+RECIPES = {
+    "reference": (os.path.join(REPOSITORY, "examples", "multi30k", "run.yml"),
+                  dict(vocabulary_size=8000, model_type="unigram", file_byte_budget=1e6)),
+    "tiny": (os.path.join(REPOSITORY, "examples", "multi30k_tiny", "run.yml"),
+             dict(vocabulary_size=8000, model_type="bpe", file_byte_budget=None)),
+}
 DOWNLOADED_DATA = os.path.join(REPOSITORY, "data", "multi30k")
 
 
 def parse_arguments():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", default=os.path.join(REPOSITORY, "examples", "multi30k",
-                                                         "run.yml"))
+    parser.add_argument("--recipe", choices=sorted(RECIPES), default="reference")
+    parser.add_argument("--config", help="a configuration to train instead of the recipe's "
+                        "(with the recipe's vocabulary)")
     parser.add_argument("--data-dir",
                         default=SHARED_DATA if os.path.isdir(SHARED_DATA) else DOWNLOADED_DATA,
                         help="the Multi30k files (default: ../shared/data/multi30k, else "
                         "data/multi30k from scripts/download_multi30k.sh)")
-    parser.add_argument("--workdir", default=os.path.join(REPOSITORY, "runs", "multi30k"))
+    parser.add_argument("--workdir", help="default: runs/multi30k (reference) or "
+                        "runs/multi30k_tiny (tiny)")
     parser.add_argument("--saved-models",
                         default=os.path.join(REPOSITORY, "saved_models", "multi30k"))
     parser.add_argument("--train-minutes", type=float, default=25.0)
-    parser.add_argument("--vocabulary-size", type=int, default=8000)
-    parser.add_argument("--beam-size", type=int, default=4)
-    parser.add_argument("--length-penalty", type=float, default=0.6)
+    parser.add_argument("--beam-size", type=int, help="default: the recipe's beam_width")
+    parser.add_argument("--length-penalty", type=float,
+                        help="default: the recipe's length_penalty")
     parser.add_argument("--early-exit", action="store_true",
                         help="BeamSampler(early_exit=True) for the test set and the export")
     parser.add_argument("--average-last-checkpoints", type=int, default=0,
                         help="average the last N checkpoints (default: none, the last one)")
     parser.add_argument("--test-sentences", type=int,
                         help="translate only the first N test sentences (smoke runs)")
-    return parser.parse_args()
+    args = parser.parse_args()
+    args.config = args.config or RECIPES[args.recipe][0]
+    args.workdir = args.workdir or os.path.join(
+        REPOSITORY, "runs", "multi30k" if args.recipe == "reference" else f"multi30k_{args.recipe}")
+    return args
 
 
 def load_recipe(args, prefix):
@@ -104,8 +128,10 @@ def load_recipe(args, prefix):
         values["data"].pop(key, None)
     values.setdefault("eval", {})["export_on_best"] = None
     values["train"]["average_last_checkpoints"] = args.average_last_checkpoints
-    values["params"]["beam_width"] = args.beam_size
-    values["params"]["length_penalty"] = args.length_penalty
+    if args.beam_size is not None:
+        values["params"]["beam_width"] = args.beam_size
+    if args.length_penalty is not None:
+        values["params"]["length_penalty"] = args.length_penalty
     return check_config(values, os.path.dirname(os.path.abspath(args.config)),
                         source=args.config, required=TRAINING_KEYS)
 
@@ -136,19 +162,17 @@ def main():
     files = [os.path.join(args.data_dir, "train.en"), os.path.join(args.data_dir, "train.de")]
     if not (os.path.exists(f"{prefix}.model") and os.path.exists(f"{prefix}.vocab")):
         print(f"Training the joint SentencePiece model {prefix}.model", flush=True)
-        train_sentencepiece(files, prefix, args.vocabulary_size)
+        vocabulary = dict(RECIPES[args.recipe][1])
+        train_sentencepiece(files, prefix, vocabulary.pop("vocabulary_size"), **vocabulary)
     config = load_recipe(args, prefix)
+    params = config["params"]
     if os.path.isdir(config["model_dir"]):
         shutil.rmtree(config["model_dir"])
     step_tokens, epoch_batches = tokens_per_step(config)
 
     print(f"Training for {args.train_minutes:g} minutes", flush=True)
-    start = time.monotonic()
     result = train(config, time_limit=args.train_minutes * 60, verbose=2)
-    # The training time, as the run's stopper measured it, is close to this minus the
-    # model construction, which is small next to minutes of training.
-    train_seconds = time.monotonic() - start
-    steps = result.step
+    steps, train_seconds = result.step, result.train_seconds
 
     sources = read_lines(os.path.join(args.data_dir, "test_2016_flickr.en"))
     references = read_lines(os.path.join(args.data_dir, "test_2016_flickr.de"))
@@ -164,7 +188,8 @@ def main():
     decode_seconds = time.monotonic() - begin
     translations = [n_best[0]["text"] for n_best in details]
     target_tokens = sum(len(n_best[0]["tokens"]) for n_best in details)
-    scores = score_translations(translations, references)
+    # The references are German: the Moses tokenizer of the published score needs `de`.
+    scores = score_translations(translations, references, language="de")
 
     path = next_version_path(args.saved_models)
     export_translator(translator, path, sampler=sampler, **export_options(config))
@@ -175,12 +200,13 @@ def main():
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores")
     print(f"training: {steps} steps in {train_seconds:.0f} s ({epoch_batches} batches an "
           f"epoch), {steps * step_tokens / train_seconds:.0f} source+target tokens/s")
-    print(f"decoding: {len(sources)} sentences (beam {args.beam_size}, length penalty "
-          f"{args.length_penalty:g}{', early exit' if args.early_exit else ''}) in "
+    print(f"decoding: {len(sources)} sentences (beam {params['beam_width']}, length penalty "
+          f"{params['length_penalty']:g}{', early exit' if args.early_exit else ''}) in "
           f"{decode_seconds:.1f} s, "
           f"{target_tokens / decode_seconds:.0f} target tokens/s, "
           f"{len(sources) / decode_seconds:.1f} sentences/s")
-    print(f"test_2016_flickr ({len(sources)} sentences), detokenized:")
+    print(f"test_2016_flickr ({len(sources)} sentences): detokenized BLEU, BLEU tokenized lc "
+          "(Moses-tokenized, lowercased, as published), chrF2:")
     print(scores)
     print(f"exported to {path}; the model is also in {keras_path}")
 

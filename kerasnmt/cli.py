@@ -23,7 +23,7 @@ from kerasnmt.data.shards import write_shards
 from kerasnmt.data.text_files import ERROR_POLICIES
 from kerasnmt.data.vocabulary import load_vocabulary, save_vocabulary
 from kerasnmt.data.vocabulary_builder import build_vocabulary
-from kerasnmt.evaluation import BLEU_TOKENIZERS, score_files
+from kerasnmt.evaluation import BLEU_TOKENIZERS, check_moses_language, score_files
 from kerasnmt.layers import SentencePieceTokenizer, TranslationPreprocessor, WhitespaceTokenizer
 
 PROGRAM = "kerasnmt"
@@ -53,6 +53,14 @@ def byte_budget(text):
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be a positive number or 'all', not {text}")
     return value
+
+
+def moses_language(text):
+    """An `argparse` type: a language code for the Moses tokenizer (`en`, `de`, ...)."""
+    try:
+        return check_moses_language(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 @subcommand
@@ -184,7 +192,11 @@ def evaluate(parser):
     what a reader sees, not SentencePiece pieces or tokens (sacreBLEU tokenizes the
     text itself for BLEU). Prints corpus BLEU and chrF2, each with sacreBLEU's
     signature, which records the settings so that scores can be compared and
-    reproduced, then BLEU's n-gram precisions, brevity penalty and lengths.
+    reproduced; then BLEU as papers on Multi30k publish it ("BLEU tokenized lc"): both
+    files lowercased, punctuation-normalized and tokenized with the Moses scripts for
+    --language, then scored without further tokenization, with a signature that names
+    these steps; then the detokenized BLEU's n-gram precisions, brevity penalty and
+    lengths.
     """
     parser.add_argument("hypotheses", metavar="HYPOTHESES", help="the translations to score")
     parser.add_argument("references", metavar="REFERENCES", help="the reference translations")
@@ -196,10 +208,16 @@ def evaluate(parser):
         "--tokenize", choices=BLEU_TOKENIZERS, default="13a",
         help="sacreBLEU's tokenizer for BLEU (default: %(default)s, sacreBLEU's own default)",
     )
+    parser.add_argument(
+        "--language", type=moses_language, default="en",
+        help="language of the translations, for the Moses tokenizer of the tokenized "
+        "lowercased BLEU, as the Moses scripts' -l (default: %(default)s)",
+    )
 
     def run(args):
         print(score_files(
-            args.hypotheses, args.references, lowercase=args.lowercase, tokenize=args.tokenize
+            args.hypotheses, args.references, lowercase=args.lowercase, tokenize=args.tokenize,
+            language=args.language,
         ))
 
     return run
@@ -693,6 +711,11 @@ def translate(parser):
     with --config (and --checkpoint) or --model, they come from the configuration's
     params section (beam_width, length_penalty, ...). Sentences are translated in
     batches of similar lengths; a progress bar is shown when --output is a file.
+
+    --output FILE is written whole or not at all: the translations go to a temporary
+    file beside it, renamed to FILE once it holds one line per source line (N with
+    --n-best N); a crash, Ctrl-C or a line count that differs leaves an existing FILE
+    as it was.
     """
     parser.add_argument(
         "--saved-model", metavar="DIR", help="an exported SavedModel (kerasnmt export)"
@@ -758,17 +781,20 @@ def translate(parser):
                 build_shortlist(config, translator.preprocessor, args.shortlist),
             )
         sentences = _read_sentences(args.input)
-        stream = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
-        try:
+        lines = (
+            format_hypothesis(hypothesis, with_scores, with_alignments) + "\n"
             for n_best_list in _translate_in_order(sentences, translate_batch, batch_size,
-                                                   progress=bool(args.output)):
-                for hypothesis in n_best_list:
-                    stream.write(format_hypothesis(hypothesis, with_scores, with_alignments) + "\n")
-        finally:
-            if args.output:
-                stream.close()
-        if args.output:
-            print(f"wrote {len(sentences)} translations to {args.output}")
+                                                   progress=bool(args.output))
+            for hypothesis in n_best_list
+        )
+        if not args.output:
+            sys.stdout.writelines(lines)
+            return
+        from kerasnmt.data.result_file import result_file
+
+        with result_file(args.output, expected_lines=len(sentences) * n_best) as stream:
+            stream.writelines(lines)
+        print(f"wrote {len(sentences)} translations to {args.output}")
 
     return run
 

@@ -177,6 +177,22 @@ class _Choice(_Kind):
         raise _Invalid(message)
 
 
+class _LanguageCode(_Kind):
+    """A language code as the Moses scripts take it (`-l de`): 2 or 3 lowercase letters."""
+
+    _CODE = re.compile(r"[a-z]{2,3}")
+
+    def _describe(self):
+        return "a language code of 2 or 3 lowercase letters (en, de, fr, cs, ...)"
+
+    def _check(self, value, base_dir):
+        if isinstance(value, bool):  # YAML 1.1 reads an unquoted `no` (Norwegian) as false.
+            raise _Invalid(f"expected {self.describe()}, {_got(value)} (quote the code: \"no\")")
+        if not isinstance(value, str) or not self._CODE.fullmatch(value):
+            raise _Invalid(f"expected {self.describe()}, {_got(value)}")
+        return value
+
+
 class _ChoiceList(_Choice):
     """One of the choices or a list of them; kept as a list."""
 
@@ -440,13 +456,17 @@ _SCHEMA = {
         "learning_rate": _Option(
             2.0,
             _Number(minimum=0, closed=(False, True)),
-            "The learning rate; with `decay_type: NoamDecay` it is the scale of the schedule.",
+            "The learning rate; with `decay_type: NoamDecay` it is the scale of the schedule, "
+            "with `decay_type: InvSqrtDecay` its peak.",
         ),
         "decay_type": _Option(
             "NoamDecay",
-            _Choice("NoamDecay", None),
+            _Choice("NoamDecay", "InvSqrtDecay", None),
             "Learning rate schedule. `NoamDecay`: `learning_rate * model_dim ** -0.5 * "
             "min(step ** -0.5, step * warmup_steps ** -1.5)` with `step` counted from 1. "
+            "`InvSqrtDecay`: `initial_learning_rate + (learning_rate - initial_learning_rate) "
+            "* step / warmup_steps` up to `step = warmup_steps`, then "
+            "`learning_rate * sqrt(warmup_steps / step)`, with `step` counted from 1. "
             "Null: a constant `learning_rate`.",
         ),
         "decay_params": {
@@ -456,7 +476,12 @@ _SCHEMA = {
                 "`model_dim` of `NoamDecay`; null takes `model.num_units`.",
             ),
             "warmup_steps": _Option(
-                8000, _Integer(minimum=1), "`warmup_steps` of `NoamDecay`."
+                8000, _Integer(minimum=1), "`warmup_steps` of `NoamDecay` or `InvSqrtDecay`."
+            ),
+            "initial_learning_rate": _Option(
+                0.0,
+                _Number(minimum=0),
+                "`initial_learning_rate` of `InvSqrtDecay`: where its linear warmup starts.",
             ),
         },
         "start_decay_steps": _Option(
@@ -652,7 +677,14 @@ _SCHEMA = {
             ["bleu", "chrf"],
             _ChoiceList("bleu", "chrf", case_sensitive=False),
             "Scores computed on the detokenized translations of the validation set with "
-            "sacreBLEU (case-insensitive names).",
+            "sacreBLEU (case-insensitive names). `bleu` also reports `bleu_tokenized_lc`, "
+            "BLEU as papers on Multi30k publish it (lowercased, Moses-tokenized text).",
+        ),
+        "target_language": _Option(
+            "en",
+            _LanguageCode(),
+            "Language of the validation references, for the Moses tokenizer of "
+            "`bleu_tokenized_lc` (as the Moses scripts' `-l`: `de` for German).",
         ),
         "length_bucket_width": _Option(
             5,
@@ -808,7 +840,8 @@ def load_config(path, required=()):
     Returns:
         The complete configuration as a nested dict (see `default_config()`), with file
         paths absolute, lists of training files always lists, `eval.scorers` a list, and
-        `params.decay_params.model_dim` filled in from `model.num_units` when null.
+        `params.decay_params.model_dim` filled in from `model.num_units` when null (but for
+        `decay_type: InvSqrtDecay`, which has no `model_dim`).
 
     Raises:
         ConfigError: listing every mistake with its key path, before anything runs.
@@ -867,8 +900,9 @@ def check_config(values, base_dir, source="<config>", required=()):
             errors[key_path] = f"{key_path}: required but not set"
     if errors:
         raise ConfigError(source, [errors[key] for key in sorted(errors)])
-    if config["params"]["decay_params"]["model_dim"] is None:
-        config["params"]["decay_params"]["model_dim"] = config["model"]["num_units"]
+    params = config["params"]
+    if params["decay_params"]["model_dim"] is None and params["decay_type"] != "InvSqrtDecay":
+        params["decay_params"]["model_dim"] = config["model"]["num_units"]
     return config
 
 
@@ -970,6 +1004,16 @@ def _check_together(config, errors, given_optimizer_params):
         for key in ("start_decay_steps", "decay_step_duration", "minimum_learning_rate"):
             if valid(f"params.{key}") and params[key] != _SCHEMA["params"][key].default:
                 error(f"params.{key}", "has no effect without a params.decay_type")
+    decay_type, decay_params = params["decay_type"], params["decay_params"]
+    if valid("params.decay_type"):
+        if (decay_type == "InvSqrtDecay" and valid("params.decay_params.model_dim")
+                and decay_params["model_dim"] is not None):
+            error("params.decay_params.model_dim", "has no effect with params.decay_type "
+                  "InvSqrtDecay (its params.learning_rate is the peak)")
+        if (decay_type != "InvSqrtDecay" and valid("params.decay_params.initial_learning_rate")
+                and decay_params["initial_learning_rate"] != 0):
+            error("params.decay_params.initial_learning_rate", "has no effect with "
+                  f"params.decay_type {decay_type or 'null'} (only InvSqrtDecay has one)")
 
 
 def _check_data_files(data, error):

@@ -43,6 +43,7 @@ from kerasnmt.layers import (
 from kerasnmt.models import Translator
 from kerasnmt.training import (
     CheckpointCallback,
+    InvSqrtDecay,
     MovingAverage,
     NoamDecay,
     ScheduleWrapper,
@@ -50,6 +51,7 @@ from kerasnmt.training import (
 )
 from kerasnmt.training.checkpoint_callback import training_checkpoint
 from kerasnmt.training.optimizer_step import optimizer_step
+from kerasnmt.training.run_recipe import check_run_recipe
 
 # What a configuration must set to build a model, and to train it.
 MODEL_KEYS = ("data.source_vocabulary", "data.target_vocabulary")
@@ -158,19 +160,25 @@ def accumulation_steps(config):
 
 
 def build_optimizer(config):
-    """The optimizer of `config["params"]`, with `NoamDecay` when `decay_type` says so
-    (wrapped as OpenNMT-tf wraps its schedules: `start_decay_steps`, `decay_step_duration`,
-    `minimum_learning_rate`) and gradient accumulation for `train.effective_batch_size`."""
+    """The optimizer of `config["params"]`, with the `NoamDecay` or `InvSqrtDecay` schedule
+    that `decay_type` names (wrapped as OpenNMT-tf wraps its schedules: `start_decay_steps`,
+    `decay_step_duration`, `minimum_learning_rate`) and gradient accumulation for
+    `train.effective_batch_size`."""
     params = config["params"]
     steps = accumulation_steps(config)
     learning_rate = params["learning_rate"]
+    decay_params = params["decay_params"]
     if params["decay_type"] == "NoamDecay":
+        schedule = NoamDecay(learning_rate, decay_params["model_dim"], decay_params["warmup_steps"])
+    elif params["decay_type"] == "InvSqrtDecay":
+        schedule = InvSqrtDecay(
+            learning_rate,
+            decay_params["warmup_steps"],
+            initial_learning_rate=decay_params["initial_learning_rate"],
+        )
+    if params["decay_type"] is not None:
         learning_rate = ScheduleWrapper(
-            NoamDecay(
-                learning_rate,
-                params["decay_params"]["model_dim"],
-                params["decay_params"]["warmup_steps"],
-            ),
+            schedule,
             start_step=params["start_decay_steps"],
             step_duration=params["decay_step_duration"],
             minimum_learning_rate=params["minimum_learning_rate"],
@@ -276,6 +284,7 @@ class _StopAtStep(keras.callbacks.Callback):
         self.time_limit = time_limit
         self.reason = None
         self.signal_number = None
+        self.train_seconds = 0.0
 
     def stop(self, reason):
         """Ends training after the current step; the first reason given is the one kept."""
@@ -288,6 +297,9 @@ class _StopAtStep(keras.callbacks.Callback):
 
     def on_train_begin(self, logs=None):
         self._start = time.monotonic()
+
+    def on_train_end(self, logs=None):
+        self.train_seconds = time.monotonic() - self._start
 
     def on_train_batch_end(self, batch, logs=None):
         if self.max_step is not None and optimizer_step(self.model) >= self.max_step:
@@ -388,13 +400,14 @@ def _totals(metric):
 
 class _Evaluation(keras.callbacks.Callback):
     """At each multiple of `eval.steps` optimizer steps (also in a run resumed between two,
-    as OpenNMT-tf) and when training ends on another step: validation loss, BLEU and chrF
-    of the translations, TensorBoard summaries, the history file, and the export of the
-    best model. The values join the logs of the epoch they fall in as `val_loss`,
-    `val_bleu`, `val_chrf` (in Keras' `History`). With `eval.early_stopping.steps`, an
-    evaluation that meets `early_stop` ends training after its step. `evaluated_weights`
-    returns the context manager the model is evaluated and exported in
-    (`MovingAverage.swapped_in`: the moving average of the weights)."""
+    as OpenNMT-tf) and when training ends on another step: validation loss, BLEU (also
+    Moses-tokenized and lowercased, as published: `bleu_tokenized_lc`) and chrF of the
+    translations, TensorBoard summaries, the history file, and the export of the best
+    model. The values join the logs of the epoch they fall in as `val_loss`, `val_bleu`,
+    `val_bleu_tokenized_lc`, `val_chrf` (in Keras' `History`). With
+    `eval.early_stopping.steps`, an evaluation that meets `early_stop` ends training after
+    its step. `evaluated_weights` returns the context manager the model is evaluated and
+    exported in (`MovingAverage.swapped_in`: the moving average of the weights)."""
 
     def __init__(self, config, sampler, export_fn, stopper, evaluated_weights=None):
         super().__init__()
@@ -539,7 +552,10 @@ def evaluate_run(translator, config, sampler, sources, references, predictions_p
 
     Returns:
         `{"loss": float, "bleu": float, "bleu_signature": str, "chrf": ..., ...}` for the
-        scorers of `config["eval"]["scorers"]`.
+        scorers of `config["eval"]["scorers"]`. With `bleu`, also `bleu_tokenized_lc` and
+        its signature: BLEU as papers on Multi30k publish it, on lowercased text tokenized
+        by the Moses tokenizer for `eval.target_language` (see
+        `kerasnmt.evaluation.score_translations`).
     """
     evaluation = config["eval"]
     loss = translator.evaluate(
@@ -564,8 +580,11 @@ def evaluate_run(translator, config, sampler, sources, references, predictions_p
         with open(predictions_path, "w", encoding="utf-8") as stream:
             stream.writelines(f"{translation}\n" for translation in translations)
     results = {"loss": float(loss)}
-    scores = score_translations(translations, references)
-    for scorer in evaluation["scorers"]:
+    scores = score_translations(translations, references, language=evaluation["target_language"])
+    reported = list(evaluation["scorers"])
+    if "bleu" in reported:
+        reported.insert(reported.index("bleu") + 1, "bleu_tokenized_lc")
+    for scorer in reported:
         results[scorer] = getattr(scores, scorer)
         results[f"{scorer}_signature"] = getattr(scores, f"{scorer}_signature")
     return results
@@ -614,6 +633,8 @@ class TrainingResult:
         history: the Keras `History` of `fit` (None when there was nothing to train).
         signal_number: the signal that stopped the run (`signal.SIGTERM`), or None. A run
             stopped by a signal skips the final evaluation and checkpoint averaging.
+        train_seconds: the wall-clock time of this call's training (`fit`, evaluations
+            included; building the model and averaging checkpoints excluded).
     """
 
     translator: Translator
@@ -623,6 +644,7 @@ class TrainingResult:
     stop_reason: str
     history: keras.callbacks.History | None
     signal_number: int | None = None
+    train_seconds: float = 0.0
 
 
 def train(config, time_limit=None, verbose="auto"):
@@ -645,6 +667,7 @@ def train(config, time_limit=None, verbose="auto"):
     train_section, data = config["train"], config["data"]
     model_dir = config["model_dir"]
     os.makedirs(model_dir, exist_ok=True)
+    check_run_recipe(config, resuming=tf.train.latest_checkpoint(model_dir) is not None)
     if train_section["seed"] is not None:
         keras.utils.set_random_seed(train_section["seed"])
 
@@ -733,7 +756,7 @@ def train(config, time_limit=None, verbose="auto"):
         averaged = average_run_checkpoints(config, translator, count)
     return TrainingResult(
         translator, step, last_checkpoint, averaged, stopper.reason or "end of training",
-        history, stopper.signal_number,
+        history, stopper.signal_number, stopper.train_seconds,
     )
 
 

@@ -151,6 +151,25 @@ def assert_one_line_error(status, err, *fragments):
         assert fragment in lines[0]
 
 
+@pytest.mark.parametrize("language", ["EN", "german", "d", ""])
+def test_evaluate_refuses_what_is_not_a_moses_language_code(tmp_path, capsys, language):
+    # sacremoses would take "EN" or "german" without a word, half as English (its
+    # nonbreaking prefixes) and half not (its apostrophe rule tests `lang == "en"`).
+    text = tmp_path / "text.de"
+    text.write_text("Ein Hund.\n", encoding="utf-8")
+    code, err = run_usage_error(capsys, "evaluate", "--language", language, text, text)
+    assert code == 2
+    assert "argument --language: expected a language code for the Moses tokenizer" in err
+    assert f"got {language!r}" in err
+
+
+def test_evaluate_takes_a_moses_language_code(tmp_path, capsys):
+    text = tmp_path / "text.de"
+    text.write_text("Ein Hund läuft im Park.\n", encoding="utf-8")
+    assert cli.main(["evaluate", "--language", "cs", str(text), str(text)]) == 0
+    assert "BLEU tokenized lc = 100.00  moses:lc+norm+tok|lang:cs|" in capsys.readouterr().out
+
+
 def test_non_utf8_corpus_line(tmp_path, capsys):
     path = tmp_path / "bad.tok"
     path.write_bytes(b"good line\n\nbad \xc3\x28 line\n")

@@ -79,7 +79,9 @@ def test_valid_config_merges_onto_defaults_and_resolves_paths(
     assert config["model"]["num_layers"] == [3, 2]
     assert config["model"]["ffn_inner_dim"] == 2048  # default kept
     assert config["params"]["optimizer_params"] == {"beta_1": 0.9, "beta_2": 0.998, "clipnorm": 1.0}
-    assert config["params"]["decay_params"] == {"model_dim": 256, "warmup_steps": 4000}
+    assert config["params"]["decay_params"] == {
+        "model_dim": 256, "warmup_steps": 4000, "initial_learning_rate": 0.0
+    }
     assert config["params"]["beam_width"] == 5
     assert config["params"]["length_penalty"] == 0.6
     assert config["params"]["coverage_penalty"] == 0.0
@@ -362,6 +364,98 @@ def test_schedule_options_need_a_schedule(tmp_path):
         "params.minimum_learning_rate: has no effect without a params.decay_type",
         "params.start_decay_steps: has no effect without a params.decay_type",
     ]
+
+
+def test_inv_sqrt_decay_takes_the_peak_learning_rate(tmp_path):
+    from kerasnmt.training import InvSqrtDecay, ScheduleWrapper
+    from kerasnmt.training_run import build_optimizer
+
+    path = write_config(
+        tmp_path,
+        """
+        params:
+          learning_rate: 0.005
+          decay_type: InvSqrtDecay
+          decay_params:
+            warmup_steps: 2000
+            initial_learning_rate: 1.0e-4
+        train:
+          batch_size: 100
+          effective_batch_size: 300
+        """,
+    )
+    config = load_config(path)
+    assert config["params"]["decay_type"] == "InvSqrtDecay"
+    assert config["params"]["decay_params"] == {
+        "model_dim": None, "warmup_steps": 2000, "initial_learning_rate": 1e-4
+    }
+    assert check_config(config, str(tmp_path)) == config  # checked again: still valid
+    optimizer = build_optimizer(config)
+    assert optimizer.gradient_accumulation_steps == 3
+    schedule = optimizer._learning_rate
+    assert isinstance(schedule, ScheduleWrapper) and isinstance(schedule.schedule, InvSqrtDecay)
+    assert schedule.schedule.get_config() == {
+        "learning_rate": 0.005, "warmup_steps": 2000, "initial_learning_rate": 1e-4,
+        "step_duration": 1,
+    }
+    # Optimizer steps (batches) 3 * 1999 to 3 * 1999 + 2 are weight update 1999: the peak.
+    for step in (3 * 1999, 3 * 1999 + 2):
+        assert abs(float(schedule(step)) - 0.005) < 1e-9
+    assert abs(float(schedule(0)) - (1e-4 + 4.9e-3 / 2000)) < 1e-9
+    assert abs(float(schedule(3 * 7999)) - 0.0025) < 1e-9
+
+
+def test_decay_params_of_the_other_schedule_are_refused(tmp_path):
+    path = write_config(
+        tmp_path,
+        """
+        params:
+          learning_rate: 0.005
+          decay_type: InvSqrtDecay
+          decay_params:
+            model_dim: 512
+        """,
+    )
+    assert errors_of(path) == [
+        "params.decay_params.model_dim: has no effect with params.decay_type InvSqrtDecay "
+        "(its params.learning_rate is the peak)"
+    ]
+    path = write_config(tmp_path, "params:\n  decay_params:\n    initial_learning_rate: 1.0e-7\n")
+    assert errors_of(path) == [
+        "params.decay_params.initial_learning_rate: has no effect with params.decay_type "
+        "NoamDecay (only InvSqrtDecay has one)"
+    ]
+    path = write_config(
+        tmp_path,
+        "params:\n  decay_type: null\n  decay_params:\n    initial_learning_rate: 0.001\n",
+    )
+    assert errors_of(path) == [
+        "params.decay_params.initial_learning_rate: has no effect with params.decay_type "
+        "null (only InvSqrtDecay has one)"
+    ]
+    # The defaults, written out, are not refused.
+    path = write_config(
+        tmp_path,
+        "params:\n  decay_params:\n    model_dim: null\n    initial_learning_rate: 0\n",
+    )
+    assert load_config(path)["params"]["decay_params"]["model_dim"] == 512
+
+
+def test_eval_target_language_is_a_moses_language_code(tmp_path):
+    assert default_config()["eval"]["target_language"] == "en"
+    config = load_config(write_config(tmp_path, "eval:\n  target_language: de\n"))
+    assert config["eval"]["target_language"] == "de"
+    expected = "a language code of 2 or 3 lowercase letters (en, de, fr, cs, ...)"
+    for value, got in [("DE", "'DE'"), ("german", "'german'"), ("d", "'d'"), ("1", "1"),
+                       ("[de]", "['de']")]:
+        path = write_config(tmp_path, f"eval:\n  target_language: {value}\n")
+        assert errors_of(path) == [f"eval.target_language: expected {expected}, got {got}"]
+    # YAML 1.1 reads an unquoted `no` (Norwegian) as false.
+    path = write_config(tmp_path, "eval:\n  target_language: no\n")
+    assert errors_of(path) == [
+        f'eval.target_language: expected {expected}, got false (quote the code: "no")']
+    assert load_config(write_config(tmp_path, 'eval:\n  target_language: "no"\n'))[
+        "eval"]["target_language"] == "no"
 
 
 def test_early_stopping_needs_the_validation_files(run_dir):

@@ -129,6 +129,44 @@ def test_translate_from_the_checkpoint_reads_stdin_without_xla(trained_run, caps
         h["text"] for n_best in details for h in n_best]
 
 
+def test_translate_output_is_replaced_only_when_complete(trained_run, capsys, monkeypatch):
+    """A crash halfway keeps the previous --output file; a translation that would add a
+    line (a newline in its text) is refused, the previous file kept; a complete run
+    replaces it, with no temporary file left beside it."""
+    directory, config_path, _, sources, details = trained_run
+    output = directory / "results" / "val.out"
+    output.parent.mkdir()
+    output.write_text("previous\n", encoding="utf-8")
+    arguments = ("translate", "--config", config_path, "--input", directory / "val.src",
+                 "--output", output, "--no-xla")
+    translate_in_order = cli._translate_in_order
+
+    def crash_after_the_first(*arguments, **options):
+        yield translate_in_order(*arguments, **options)[0]
+        raise MemoryError("out of memory on line 2")
+
+    monkeypatch.setattr(cli, "_translate_in_order", crash_after_the_first)
+    with pytest.raises(MemoryError):
+        run_cli(capsys, *arguments)
+    assert output.read_text(encoding="utf-8") == "previous\n"
+
+    format_hypothesis = cli.format_hypothesis
+    monkeypatch.setattr(cli, "_translate_in_order", translate_in_order)
+    monkeypatch.setattr(cli, "format_hypothesis",
+                        lambda *arguments: format_hypothesis(*arguments) + "\nextra")
+    status, out, err = run_cli(capsys, *arguments)
+    assert status == 2
+    assert f"{output}: {2 * len(sources)} lines written where {len(sources)} were expected" in err
+    assert output.read_text(encoding="utf-8") == "previous\n"
+
+    monkeypatch.setattr(cli, "format_hypothesis", format_hypothesis)
+    status, out, err = run_cli(capsys, *arguments)
+    assert status == 0, err
+    assert output.read_text(encoding="utf-8").splitlines() == [
+        n_best[0]["text"] for n_best in details]
+    assert os.listdir(output.parent) == ["val.out"]
+
+
 def test_translate_names_the_stdin_line_that_is_not_utf8(trained_run, capsys, monkeypatch):
     _, config_path, *_ = trained_run
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"a b\nc \xff d\n")))

@@ -17,7 +17,7 @@ import pytest
 import tensorflow as tf
 
 from kerasnmt import cli, training_run
-from kerasnmt.config import load_config
+from kerasnmt.config import default_config, load_config
 from kerasnmt.evaluation import score_translations
 from kerasnmt.models import Translator
 from kerasnmt.training import Perplexity
@@ -131,10 +131,14 @@ def test_trains_checkpoints_resumes_logs_and_averages(run_dir, capsys):
         "save_summary_steps": 2, "average_last_checkpoints": 2,
     })
     write_config(run_dir, config)
+    begin = time.monotonic()
     result = train(load_config(config_path, required=TRAINING_KEYS), verbose=0)
+    call_seconds = time.monotonic() - begin
     out = capsys.readouterr().out
     assert f"Restored {model_dir / 'ckpt-4'} (step 4)" in out
     assert result.step == 6
+    # This call's training only: building the model and the averaging are left out.
+    assert 0 < result.train_seconds < call_seconds
     assert sorted(os.path.basename(p) for p in glob.glob(str(model_dir / "ckpt-*.index"))) == [
         "ckpt-4.index", "ckpt-6.index"]
 
@@ -297,7 +301,7 @@ def test_evaluates_every_eval_steps_exports_the_best_and_stops_early(run_dir, ca
     config = tiny_run(
         train={"max_step": 10, "average_last_checkpoints": 0, "save_checkpoints_steps": 10},
         eval={"steps": 2, "export_on_best": "loss", "max_exports_to_keep": 1,
-              "save_eval_predictions": True,
+              "save_eval_predictions": True, "target_language": "de",
               "early_stopping": {"metric": "loss", "min_improvement": 1000, "steps": 1}},
     )
     config["data"].update(eval_features_file="val.src", eval_labels_file="val.tgt")
@@ -311,9 +315,12 @@ def test_evaluates_every_eval_steps_exports_the_best_and_stops_early(run_dir, ca
     assert result.stop_reason == (
         "early stopping: loss did not improve by more than 1000 in the last 1 evaluations")
     assert tf.train.latest_checkpoint(str(model_dir)) == str(model_dir / "ckpt-4")
-    assert set(records[0]) >= {"step", "loss", "bleu", "chrf"}
+    assert set(records[0]) >= {"step", "loss", "bleu", "bleu_tokenized_lc", "chrf"}
     assert "BLEU signature: nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp" in out.replace(
         "bleu signature", "BLEU signature")
+    # eval.target_language: de reaches the Moses tokenizer of the published score.
+    assert ("  bleu tokenized lc signature: moses:lc+norm+tok|lang:de|nrefs:1|case:lc|eff:no|"
+            "tok:none|") in out
 
     # The last evaluation's scores are those of the final model's translations.
     sources = (run_dir / "val.src").read_text(encoding="utf-8").splitlines()
@@ -327,9 +334,12 @@ def test_evaluates_every_eval_steps_exports_the_best_and_stops_early(run_dir, ca
     assert predictions.read_text(encoding="utf-8").splitlines() == translations
     assert len((model_dir / "eval" / "predictions.txt.2").read_text(
         encoding="utf-8").splitlines()) == len(sources)
-    scores = score_translations(translations, references)
+    scores = score_translations(translations, references, language="de")
     assert records[-1]["bleu"] == pytest.approx(scores.bleu)
+    assert records[-1]["bleu_tokenized_lc"] == pytest.approx(scores.bleu_tokenized_lc)
     assert records[-1]["chrf"] == pytest.approx(scores.chrf)
+    assert result.history.history["val_bleu_tokenized_lc"] == pytest.approx(
+        [r["bleu_tokenized_lc"] for r in records])
     assert result.history.history["val_loss"] == pytest.approx([r["loss"] for r in records])
 
     # Loss on the training pairs falls, so each evaluation is a new best; one export kept.
@@ -339,6 +349,55 @@ def test_evaluates_every_eval_steps_exports_the_best_and_stops_early(run_dir, ca
     assert os.path.exists(model_dir / "export" / "4" / "saved_model.pb")
     scalars = _scalars(model_dir / "logs" / "eval")
     assert sorted(scalars["bleu"]) == [2, 4]
+    assert scalars["bleu_tokenized_lc"][4] == pytest.approx(records[-1]["bleu_tokenized_lc"])
+
+
+class _FixedTranslations:
+    """Stands for a `Translator` in `evaluate_run`: a fixed loss and fixed translations."""
+
+    def __init__(self, translations):
+        self.translations = translations
+
+    def evaluate(self, **kwargs):
+        return {"loss": 1.5}
+
+    def translate(self, sources, **kwargs):
+        assert len(sources) == len(self.translations)
+        return list(self.translations)
+
+
+@pytest.mark.parametrize("language, bleu_tokenized_lc", [
+    # The sentence-final German ordinal "10." (tests/test_evaluation.py,
+    # test_the_language_picks_the_nonbreaking_prefixes): (1/3) ** (1/4) in German, all
+    # n-grams matched with the brevity penalty exp(1 - 7/6) in English.
+    ("de", 100 * (1 / 3) ** 0.25),
+    ("en", 100 * np.exp(1 - 7 / 6)),
+])
+def test_evaluate_run_reports_the_published_bleu_in_eval_target_language(
+    language, bleu_tokenized_lc
+):
+    config = default_config()
+    config["eval"].update(scorers=["chrf", "bleu"], target_language=language)
+    results = training_run.evaluate_run(
+        _FixedTranslations(["Der Spieler trägt die Nummer 10"]), config, sampler=None,
+        sources=["The player wears the number 10."],
+        references=["Der Spieler trägt die Nummer 10."],
+    )
+    assert list(results) == [
+        "loss", "chrf", "chrf_signature", "bleu", "bleu_signature", "bleu_tokenized_lc",
+        "bleu_tokenized_lc_signature"]
+    assert results["bleu_tokenized_lc"] == pytest.approx(bleu_tokenized_lc, abs=1e-9)
+    assert results["bleu_tokenized_lc_signature"].startswith(
+        f"moses:lc+norm+tok|lang:{language}|nrefs:1|case:lc|eff:no|tok:none|")
+
+    # Without bleu among the scorers, no BLEU of either kind.
+    config["eval"]["scorers"] = ["chrf"]
+    results = training_run.evaluate_run(
+        _FixedTranslations(["Der Spieler trägt die Nummer 10"]), config, sampler=None,
+        sources=["The player wears the number 10."],
+        references=["Der Spieler trägt die Nummer 10."],
+    )
+    assert list(results) == ["loss", "chrf", "chrf_signature"]
 
 
 def test_a_run_stopped_by_its_time_limit_resumes_evaluating_at_multiples_of_eval_steps(

@@ -117,7 +117,7 @@ def main(argv=None):
         translations += [text.decode("utf-8") for text in outputs["translation"].numpy()]
     for source, translation, reference in list(zip(sources, translations, references))[:5]:
         print(f"\n  source:      {source}\n  translation: {translation}\n  reference:   {reference}")
-    scores = score_translations(translations, references)
+    scores = score_translations(translations, references, language="de")
     banner(f"BLEU on {len(sources)} test sentences")
     print(scores)
     print(f"\nDone in {time.monotonic() - start:.0f} s. Serve {path} with TF Serving, or "

@@ -30,6 +30,7 @@ from kerasnmt.training.losses import (
     cross_entropy_sequence_loss,
     guided_alignment_cost,
 )
+from kerasnmt.training.inv_sqrt_decay import InvSqrtDecay
 from kerasnmt.training.noam_decay import NoamDecay
 from kerasnmt.training.schedule_wrapper import ScheduleWrapper
 from kerasnmt.training.non_finite_loss import StopOnNonFiniteLoss
@@ -856,7 +857,7 @@ class Translator(keras.Model):
                 f"optimizer was already built with {current}; compile again to change it"
             )
         optimizer.gradient_accumulation_steps = steps if steps > 1 else None
-        if isinstance(optimizer._learning_rate, NoamDecay):
+        if isinstance(optimizer._learning_rate, (NoamDecay, InvSqrtDecay)):
             optimizer._learning_rate.step_duration = steps
         elif isinstance(optimizer._learning_rate, ScheduleWrapper):
             optimizer._learning_rate.accumulation_steps = steps

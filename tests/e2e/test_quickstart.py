@@ -30,6 +30,9 @@ def test_quickstart_trains_exports_and_scores_through_the_saved_model(tmp_path):
         assert f"=== {step}" in out
     assert "stopped at step 8: reached train.max_step (8)" in out
     assert re.search(r"BLEU = \d+\.\d\d  nrefs:1\|case:mixed\|eff:no\|tok:13a", out)
+    # The published score, Moses-tokenized for the German references.
+    assert re.search(r"BLEU tokenized lc = \d+\.\d\d  moses:lc\+norm\+tok\|lang:de\|"
+                     r"nrefs:1\|case:lc\|eff:no\|tok:none", out)
     assert out.count("  translation: ") == 5
 
     # The export is version 1 of the base path (the translations above came through it,

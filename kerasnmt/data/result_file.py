@@ -1,0 +1,61 @@
+"""Result files (translations, scores) that appear whole under their name, or not at all."""
+
+import contextlib
+import os
+
+from kerasnmt.data.text_files import count_lines
+
+
+@contextlib.contextmanager
+def result_file(path, expected_lines=None):
+    """Opens a UTF-8 text file for writing that replaces `path` only once it is complete.
+
+    The lines go to a temporary file beside `path` (`.NAME.tmp-PID`, same directory, so
+    the final rename is atomic); it is renamed to `path` when the block ends without an
+    error and, with `expected_lines`, holds exactly that many lines. Otherwise it is
+    removed and an existing `path` keeps its previous content: a crash, a Ctrl-C or a
+    text that would break the line correspondence (a translation holding a newline)
+    never leaves a partial or misaligned file under the final name. (A SIGKILL leaves the
+    temporary file, never a partial `path`.) Text is encoded strictly as UTF-8.
+
+    Args:
+        path: the file to write.
+        expected_lines: the number of lines the file must hold (e.g. one per source
+            sentence), or None.
+
+    Raises:
+        ValueError: naming `path` when the written file does not hold `expected_lines`
+            lines (the previous `path`, if any, is left as it was).
+
+    Examples:
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "test.de")
+        >>> with result_file(path, expected_lines=2) as stream:
+        ...     _ = stream.write("Ein Hund .\\nZwei Katzen .\\n")
+        >>> open(path, encoding="utf-8").read().splitlines()
+        ['Ein Hund .', 'Zwei Katzen .']
+        >>> with result_file(path, expected_lines=2) as stream:
+        ...     _ = stream.write("Eine Zeile\\nmit Umbruch\\nzu viel\\n")
+        Traceback (most recent call last):
+        ...
+        ValueError: ...test.de: 3 lines written where 2 were expected; ...
+        >>> open(path, encoding="utf-8").read().splitlines()  # the previous file
+        ['Ein Hund .', 'Zwei Katzen .']
+    """
+    directory, name = os.path.split(os.path.abspath(path))
+    temporary = os.path.join(directory, f".{name}.tmp-{os.getpid()}")
+    try:
+        with open(temporary, "w", encoding="utf-8", errors="strict", newline="\n") as stream:
+            yield stream
+        if expected_lines is not None:
+            written = count_lines(temporary)
+            if written != expected_lines:
+                raise ValueError(
+                    f"{path}: {written} lines written where {expected_lines} were expected; "
+                    "nothing was written under that name"
+                    + (" (its previous content is kept)" if os.path.exists(path) else "")
+                )
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.remove(temporary)

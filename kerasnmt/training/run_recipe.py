@@ -1,0 +1,94 @@
+"""The recipe a run directory was trained with, checked again when the run resumes."""
+
+import hashlib
+import json
+import os
+
+RECIPE_FILE = "recipe.json"
+# What the checkpoint's weights depend on. Dropout, the schedule and the batch may change
+# between two parts of a run (fine-tuning does); these may not.
+ARCHITECTURE_KEYS = (
+    "num_layers",
+    "num_units",
+    "num_heads",
+    "ffn_inner_dim",
+    "maximum_relative_position",
+    "pre_norm",
+    "share_embeddings",
+)
+VOCABULARY_KEYS = (
+    "source_vocabulary",
+    "target_vocabulary",
+    "source_sentencepiece",
+    "target_sentencepiece",
+)
+
+
+def _file_digest(path):
+    with open(path, "rb") as file:
+        return "sha256:" + hashlib.file_digest(file, "sha256").hexdigest()
+
+
+def run_recipe(config):
+    """The architecture (`model.*`) and the vocabulary files' contents (`data.*`, as
+    SHA-256 digests) of a checked configuration, as a flat `{key path: value}` dict.
+
+    Examples:
+        >>> run_recipe({"model": {"num_layers": 4, "num_units": 128, "num_heads": 4,
+        ...     "ffn_inner_dim": 256, "maximum_relative_position": None, "pre_norm": False,
+        ...     "share_embeddings": "all"}, "data": {}})["model.num_units"]
+        128
+    """
+    recipe = {f"model.{key}": config["model"][key] for key in ARCHITECTURE_KEYS}
+    for key in VOCABULARY_KEYS:
+        path = config["data"].get(key)
+        if path is not None:
+            recipe[f"data.{key}"] = _file_digest(path)
+    return recipe
+
+
+def check_run_recipe(config, resuming):
+    """Refuses to resume a run whose configuration changed its architecture or vocabulary.
+
+    The first time a `model_dir` is trained, its recipe (`run_recipe`) is written to
+    `model_dir/recipe.json`. When the run resumes, the configuration's recipe must equal
+    the stored one; a run directory from before this file existed gets it written.
+
+    Args:
+        config: a checked configuration with `model_dir`.
+        resuming: whether `model_dir` already holds a checkpoint.
+
+    Raises:
+        ValueError: naming `model_dir`, and each key that differs with the checkpoint's
+            value and the configuration's.
+    """
+    path = os.path.join(config["model_dir"], RECIPE_FILE)
+    recipe = run_recipe(config)
+    if resuming and os.path.exists(path):
+        with open(path, encoding="utf-8") as file:
+            stored = json.load(file)
+        differences = [
+            f"{key}: {_describe(stored.get(key))} in the checkpoint, "
+            f"{_describe(recipe.get(key))} in the configuration"
+            for key in sorted(set(stored) | set(recipe))
+            if stored.get(key) != recipe.get(key)
+        ]
+        if differences:
+            raise ValueError(
+                f"{config['model_dir']} was trained with another recipe, so training cannot "
+                f"resume from its checkpoint: {'; '.join(differences)}. Restore those "
+                "settings, or train into a new model_dir"
+            )
+        return
+    temporary = f"{path}.tmp-{os.getpid()}"
+    with open(temporary, "w", encoding="utf-8") as file:
+        json.dump(recipe, file, indent=2)
+    os.replace(temporary, path)
+
+
+def _describe(value):
+    if value is None:
+        return "none"
+    if isinstance(value, str) and value.startswith("sha256:"):
+        return f"a file with {value[:19]}..."
+    return repr(value)
