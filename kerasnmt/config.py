@@ -440,6 +440,13 @@ _SCHEMA = {
             _Boolean(),
             "Layer normalization before each sublayer (true) or after the residual (false).",
         ),
+        "embeddings_initializer": _Option(
+            "glorot_uniform",
+            _Choice("glorot_uniform", "scaled_normal"),
+            "`glorot_uniform` (OpenNMT-tf's) or `scaled_normal`: `N(0, num_units ** -0.5)`, as "
+            "fairseq and Tensor2Tensor initialize embeddings (unit variance once scaled by "
+            "`sqrt(num_units)`, as the sinusoidal position encodings).",
+        ),
     },
     "params": {
         "optimizer": _Option(

@@ -108,6 +108,7 @@ def build_translator(config):
         ffn_dropout=model["ffn_dropout"],
         maximum_relative_position=model["maximum_relative_position"],
         pre_norm=model["pre_norm"],
+        embeddings_initializer=model["embeddings_initializer"],
         share_embeddings=model["share_embeddings"],
         label_smoothing=params["label_smoothing"],
         guided_alignment_type=params["guided_alignment_type"],

@@ -44,6 +44,9 @@ _LOGITS_CHUNK = 64
 
 # OpenNMT-tf's embeddings sharing levels (`EmbeddingsSharingLevel`), by name and number.
 SHARE_EMBEDDINGS = ("none", "source_target_input", "target", "all")
+# How embeddings are initialized: OpenNMT-tf's Glorot uniform, or N(0, num_units ** -0.5)
+# as fairseq and Tensor2Tensor draw them (unit variance once scaled by sqrt(num_units)).
+EMBEDDINGS_INITIALIZERS = ("glorot_uniform", "scaled_normal")
 
 
 def _sharing_level(share_embeddings):
@@ -67,6 +70,17 @@ def _shortlist_projection(kernel, bias, shortlist_ids, vocabulary_multiple):
     bias = tf.where(shortlist_ids < 0, _EXCLUDED_LOGIT,
                     tf.gather(bias, tf.maximum(shortlist_ids, 0)))
     return kernel, bias
+
+
+def _embeddings_initializer(name, num_units):
+    if name == "glorot_uniform":
+        return keras.initializers.GlorotUniform()
+    if name == "scaled_normal":
+        return keras.initializers.RandomNormal(stddev=num_units**-0.5)
+    raise ValueError(
+        f"Translator: embeddings_initializer must be one of {EMBEDDINGS_INITIALIZERS}, "
+        f"got {name!r}"
+    )
 
 
 def _is_string_spec(spec):
@@ -139,6 +153,11 @@ class Translator(keras.Model):
         maximum_relative_position: relative position clipping distance, or `None` for
             sinusoidal absolute positions.
         pre_norm: pre-norm (True) or post-norm Transformer layers.
+        embeddings_initializer: `"glorot_uniform"` (OpenNMT-tf's) or `"scaled_normal"`,
+            `N(0, num_units ** -0.5)` as fairseq and Tensor2Tensor draw embeddings: once
+            scaled by `sqrt(num_units)`, their entries have unit variance, like the
+            sinusoidal position encodings added to them, where Glorot's are about
+            `sqrt(2 * num_units / (V + num_units))` (0.18 for 128 units and 8k ids).
         share_embeddings: `"none"`, `"source_target_input"` (source and target input
             embeddings), `"target"` (target input embeddings and output projection) or
             `"all"`; OpenNMT-tf's levels 0-3 are accepted. Sharing the source embeddings
@@ -187,6 +206,7 @@ class Translator(keras.Model):
         maximum_relative_position=None,
         pre_norm=True,
         share_embeddings="none",
+        embeddings_initializer="glorot_uniform",
         label_smoothing=0.1,
         guided_alignment_type=None,
         guided_alignment_weight=1.0,
@@ -216,6 +236,8 @@ class Translator(keras.Model):
         self.maximum_relative_position = maximum_relative_position
         self.pre_norm = pre_norm
         self.share_embeddings = _sharing_level(share_embeddings)
+        self.embeddings_initializer = embeddings_initializer
+        initializer = _embeddings_initializer(embeddings_initializer, num_units)
         self.label_smoothing = label_smoothing
         self.guided_alignment_type = guided_alignment_type
         self.guided_alignment_weight = guided_alignment_weight
@@ -247,7 +269,7 @@ class Translator(keras.Model):
         self.source_embedding = keras.layers.Embedding(
             self.source_vocabulary_size,
             num_units,
-            embeddings_initializer="glorot_uniform",
+            embeddings_initializer=initializer,
             dtype=policy,
             name="source_embedding",
         )
@@ -257,7 +279,7 @@ class Translator(keras.Model):
             self.target_embedding = keras.layers.Embedding(
                 self.target_vocabulary_size,
                 num_units,
-                embeddings_initializer="glorot_uniform",
+                embeddings_initializer=initializer,
                 dtype=policy,
                 name="target_embedding",
             )
@@ -980,6 +1002,7 @@ class Translator(keras.Model):
             maximum_relative_position=self.maximum_relative_position,
             pre_norm=self.pre_norm,
             share_embeddings=self.share_embeddings,
+            embeddings_initializer=self.embeddings_initializer,
             label_smoothing=self.label_smoothing,
             guided_alignment_type=self.guided_alignment_type,
             guided_alignment_weight=self.guided_alignment_weight,

@@ -15,6 +15,7 @@ ARCHITECTURE_KEYS = (
     "maximum_relative_position",
     "pre_norm",
     "share_embeddings",
+    "embeddings_initializer",
 )
 VOCABULARY_KEYS = (
     "source_vocabulary",
@@ -36,7 +37,8 @@ def run_recipe(config):
     Examples:
         >>> run_recipe({"model": {"num_layers": 4, "num_units": 128, "num_heads": 4,
         ...     "ffn_inner_dim": 256, "maximum_relative_position": None, "pre_norm": False,
-        ...     "share_embeddings": "all"}, "data": {}})["model.num_units"]
+        ...     "share_embeddings": "all", "embeddings_initializer": "scaled_normal"},
+        ...     "data": {}})["model.num_units"]
         128
     """
     recipe = {f"model.{key}": config["model"][key] for key in ARCHITECTURE_KEYS}
