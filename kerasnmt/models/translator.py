@@ -73,8 +73,10 @@ def _shortlist_projection(kernel, bias, shortlist_ids, vocabulary_multiple):
 
 
 def _embeddings_initializer(name, num_units):
+    """A new initializer for one embedding table (a Keras initializer object draws its seed
+    when it is made: one object for two tables would give them the same values)."""
     if name == "glorot_uniform":
-        return keras.initializers.GlorotUniform()
+        return name
     if name == "scaled_normal":
         return keras.initializers.RandomNormal(stddev=num_units**-0.5)
     raise ValueError(
@@ -237,7 +239,7 @@ class Translator(keras.Model):
         self.pre_norm = pre_norm
         self.share_embeddings = _sharing_level(share_embeddings)
         self.embeddings_initializer = embeddings_initializer
-        initializer = _embeddings_initializer(embeddings_initializer, num_units)
+        _embeddings_initializer(embeddings_initializer, num_units)  # checks the name first
         self.label_smoothing = label_smoothing
         self.guided_alignment_type = guided_alignment_type
         self.guided_alignment_weight = guided_alignment_weight
@@ -269,7 +271,7 @@ class Translator(keras.Model):
         self.source_embedding = keras.layers.Embedding(
             self.source_vocabulary_size,
             num_units,
-            embeddings_initializer=initializer,
+            embeddings_initializer=_embeddings_initializer(embeddings_initializer, num_units),
             dtype=policy,
             name="source_embedding",
         )
@@ -279,7 +281,7 @@ class Translator(keras.Model):
             self.target_embedding = keras.layers.Embedding(
                 self.target_vocabulary_size,
                 num_units,
-                embeddings_initializer=initializer,
+                embeddings_initializer=_embeddings_initializer(embeddings_initializer, num_units),
                 dtype=policy,
                 name="target_embedding",
             )

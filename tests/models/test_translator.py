@@ -211,10 +211,12 @@ def test_embeddings_initializers():
     assert table.std() == pytest.approx(limit / math.sqrt(3), rel=0.05)
 
     normal = tiny_translator(num_units=64, num_heads=2, embeddings_initializer="scaled_normal")
-    for layer in (normal.source_embedding, normal.target_embedding):
-        table = layer.embeddings.numpy()
+    tables = [layer.embeddings.numpy() for layer in (normal.source_embedding,
+                                                      normal.target_embedding)]
+    for table in tables:
         assert table.std() == pytest.approx(64**-0.5, rel=0.05)
         assert abs(table.mean()) < 0.01
+    assert not np.array_equal(*tables)  # each table its own draw
     restored = Translator.from_config(normal.get_config())
     assert restored.embeddings_initializer == "scaled_normal"
     with pytest.raises(ValueError, match="embeddings_initializer must be one of"):
