@@ -7,7 +7,7 @@ For each `model_dir`: the training loss (label-smoothed, the mean of each
 `train.save_summary_steps` window, from the TensorBoard events in `model_dir/logs/train`),
 the validation cross-entropy and the validation BLEU (from `model_dir/evaluations.jsonl`),
 against the optimizer step. A resumed run's events and evaluations continue the same
-curves. Needs matplotlib (`pip install -e ".[docs]"`).
+curves. Needs matplotlib (`pip install -e ".[bench]"`).
 """
 
 import argparse
