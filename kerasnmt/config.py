@@ -178,19 +178,21 @@ class _Choice(_Kind):
 
 
 class _LanguageCode(_Kind):
-    """A language code as the Moses scripts take it (`-l de`): 2 or 3 lowercase letters."""
-
-    _CODE = re.compile(r"[a-z]{2,3}")
+    """A language code as the Moses scripts take it (`-l de`): 2 or 3 lowercase letters
+    (`kerasnmt.evaluation.check_moses_language`)."""
 
     def _describe(self):
         return "a language code of 2 or 3 lowercase letters (en, de, fr, cs, ...)"
 
     def _check(self, value, base_dir):
+        from kerasnmt.evaluation import check_moses_language  # Imported when checked.
+
         if isinstance(value, bool):  # YAML 1.1 reads an unquoted `no` (Norwegian) as false.
             raise _Invalid(f"expected {self.describe()}, {_got(value)} (quote the code: \"no\")")
-        if not isinstance(value, str) or not self._CODE.fullmatch(value):
-            raise _Invalid(f"expected {self.describe()}, {_got(value)}")
-        return value
+        try:
+            return check_moses_language(value)
+        except ValueError:
+            raise _Invalid(f"expected {self.describe()}, {_got(value)}") from None
 
 
 class _ChoiceList(_Choice):

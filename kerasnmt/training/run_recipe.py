@@ -4,6 +4,8 @@ import hashlib
 import json
 import os
 
+from kerasnmt.data.result_file import result_file
+
 RECIPE_FILE = "recipe.json"
 # What the checkpoint's weights depend on. Dropout, the schedule and the batch may change
 # between two parts of a run (fine-tuning does); these may not.
@@ -82,10 +84,8 @@ def check_run_recipe(config, resuming):
                 "settings, or train into a new model_dir"
             )
         return
-    temporary = f"{path}.tmp-{os.getpid()}"
-    with open(temporary, "w", encoding="utf-8") as file:
+    with result_file(path) as file:
         json.dump(recipe, file, indent=2)
-    os.replace(temporary, path)
 
 
 def _describe(value):
