@@ -8,11 +8,12 @@
 layer relative-position Transformer (256 units, 4 heads, FFN 1024,
 `maximum_relative_position` 20) on a joint 8k SentencePiece unigram vocabulary, token
 batches of 4096, beam 4 and length penalty 0.6. `--recipe tiny` trains
-`examples/multi30k_tiny/run.yml`: the published tiny Transformer (4+4 post-norm layers, 128
+`examples/multi30k_tiny/run.yml`: the published tiny Transformer (4+4 pre-norm layers, 128
 units, FFN 256, dropout 0.3, sinusoidal positions) on a joint 8k SentencePiece BPE
 vocabulary of the whole training corpus, 8,192-token batches, beam 5 and length penalty 1.
-The vocabulary is trained once into `--workdir` (default `runs/multi30k` or
-`runs/multi30k_tiny`), then reused. The run starts from scratch in `--workdir/model`
+The vocabulary is trained once into `--workdir` (default `runs/bench/multi30k_RECIPE`,
+apart from the recipes' own `runs/multi30k*` runs), then reused. The run starts from
+scratch in `--workdir/model`
 and trains for `--train-minutes` of wall-clock time (`kerasnmt.training_run.train`,
 `time_limit`; building the model and the pipeline is not counted), without validation
 (none of the budget goes to it); the model is the last checkpoint, not an average
@@ -93,8 +94,8 @@ def parse_arguments():
                         default=SHARED_DATA if os.path.isdir(SHARED_DATA) else DOWNLOADED_DATA,
                         help="the Multi30k files (default: ../shared/data/multi30k, else "
                         "data/multi30k from scripts/download_multi30k.sh)")
-    parser.add_argument("--workdir", help="default: runs/multi30k (reference) or "
-                        "runs/multi30k_tiny (tiny)")
+    parser.add_argument("--workdir", help="default: runs/bench/multi30k_RECIPE (the model "
+                        "directory in it is replaced)")
     parser.add_argument("--saved-models",
                         default=os.path.join(REPOSITORY, "saved_models", "multi30k"))
     parser.add_argument("--train-minutes", type=float, default=25.0)
@@ -109,8 +110,8 @@ def parse_arguments():
                         help="translate only the first N test sentences (smoke runs)")
     args = parser.parse_args()
     args.config = args.config or RECIPES[args.recipe][0]
-    args.workdir = args.workdir or os.path.join(
-        REPOSITORY, "runs", "multi30k" if args.recipe == "reference" else f"multi30k_{args.recipe}")
+    args.workdir = args.workdir or os.path.join(REPOSITORY, "runs", "bench",
+                                                f"multi30k_{args.recipe}")
     return args
 
 
