@@ -13,11 +13,14 @@ with a one-line message on stderr and exit status 2, without a traceback.
 import argparse
 import inspect
 import os
+import signal
 import sys
 
 import numpy as np
+import tensorflow as tf
 
 from kerasnmt.config import ConfigError, load_config
+from kerasnmt.data.pipeline_errors import corpus_error
 from kerasnmt.data.sentencepiece_trainer import MODEL_TYPES, train_sentencepiece
 from kerasnmt.data.shards import write_shards
 from kerasnmt.data.text_files import ERROR_POLICIES
@@ -28,6 +31,7 @@ from kerasnmt.layers import SentencePieceTokenizer, TranslationPreprocessor, Whi
 
 PROGRAM = "kerasnmt"
 BAD_INPUT_STATUS = 2
+INTERRUPTED_STATUS = 128 + signal.SIGINT  # the shell's status for a Ctrl-C
 _SUBCOMMANDS = []
 
 
@@ -307,9 +311,11 @@ def train(parser):
     model to model_dir/export/STEP, and eval.early_stopping ends training when the
     scores stop improving (OpenNMT-tf's condition). At the end,
     train.average_last_checkpoints checkpoints are averaged into model_dir/avg.
-    SIGTERM (sent by `kill`, Slurm or Kubernetes before they kill a job) ends training
-    after the current step with a checkpoint, skips the final evaluation and averaging,
-    and exits with status 143 (128 + 15); Ctrl-C saves a checkpoint at once.
+    SIGTERM (sent by `kill`, Slurm or Kubernetes before they kill a job) and Ctrl-C end
+    training after the current step with a checkpoint, skip the final evaluation and
+    averaging, and exit with status 143 (128 + 15) or 130 (128 + 2); a second Ctrl-C
+    stops at once, still saving a checkpoint. A loss that becomes NaN or infinite ends
+    the run with one line and status 1 (the last checkpoint is the one before it).
     """
     parser.add_argument("--config", required=True, metavar="RUN_YML", help="the run configuration")
     parser.add_argument(
@@ -323,10 +329,15 @@ def train(parser):
     )
 
     def run(args):
+        from kerasnmt.training import NonFiniteLossError
         from kerasnmt.training_run import TRAINING_KEYS, train as train_run
 
         config = load_config(args.config, required=TRAINING_KEYS)
-        result = train_run(config, time_limit=args.time_limit, verbose=args.verbose)
+        try:
+            result = train_run(config, time_limit=args.time_limit, verbose=args.verbose)
+        except NonFiniteLossError as error:
+            print(f"{PROGRAM} train: error: {error}", file=sys.stderr)
+            return 1
         print(f"Training stopped at step {result.step}: {result.stop_reason}")
         print(f"Last checkpoint: {result.checkpoint}")
         if result.averaged_checkpoint:
@@ -841,9 +852,11 @@ def main(argv=None):
 
     Usage errors exit through `argparse` (status 2, with the usage line). Bad input
     found while running (`ValueError`, which covers `CorpusError` and
-    `VocabularyError`, and `OSError` such as a missing file) prints
-    `kerasnmt SUBCOMMAND: error: MESSAGE` on one line and returns 2; a configuration
-    error (`ConfigError`) keeps its one line per mistake.
+    `VocabularyError`, `OSError` such as a missing file, and an input check that
+    failed inside a `tf.data` pipeline or a layer, see `kerasnmt.data.pipeline_errors`)
+    prints `kerasnmt SUBCOMMAND: error: MESSAGE` on one line and returns 2; a
+    configuration error (`ConfigError`) keeps its one line per mistake. A second Ctrl-C
+    (the first one ends `train` as SIGTERM does) prints one line and returns 130.
     """
     args = make_parser().parse_args(argv)
     try:
@@ -852,10 +865,22 @@ def main(argv=None):
         print(f"{PROGRAM} {args.subcommand}: error: {error}", file=sys.stderr)
         return BAD_INPUT_STATUS
     except (ValueError, OSError) as error:
-        message = " ".join(str(error).split())
-        print(f"{PROGRAM} {args.subcommand}: error: {message}", file=sys.stderr)
-        return BAD_INPUT_STATUS
+        return _bad_input(args, error)
+    except tf.errors.InvalidArgumentError as error:
+        bad_input = corpus_error(error)
+        if bad_input is None:
+            raise
+        return _bad_input(args, bad_input)
+    except KeyboardInterrupt:
+        print(f"{PROGRAM} {args.subcommand}: interrupted", file=sys.stderr)
+        return INTERRUPTED_STATUS
     return status or 0
+
+
+def _bad_input(args, error):
+    message = " ".join(str(error).split())
+    print(f"{PROGRAM} {args.subcommand}: error: {message}", file=sys.stderr)
+    return BAD_INPUT_STATUS
 
 
 if __name__ == "__main__":

@@ -49,8 +49,9 @@ from kerasnmt.training import (
     ScheduleWrapper,
     average_checkpoints,
 )
-from kerasnmt.training.checkpoint_callback import training_checkpoint
+from kerasnmt.training.checkpoint_callback import restore_latest, training_checkpoint
 from kerasnmt.training.optimizer_step import optimizer_step
+from kerasnmt.training.readable_checkpoint import checkpoint_damage, newest_readable_checkpoint
 from kerasnmt.training.run_recipe import check_run_recipe
 
 # What a configuration must set to build a model, and to train it.
@@ -199,32 +200,49 @@ def latest_checkpoint(config, checkpoint=None):
     Args:
         config: a checked configuration.
         checkpoint: a checkpoint path (`model_dir/ckpt-1000`) or a directory of
-            checkpoints (its latest is taken); default: `model_dir/avg`'s latest when it
-            averages up to the latest training step, else `model_dir`'s latest.
+            checkpoints (its newest readable one is taken); default: `model_dir/avg`'s
+            latest when it averages up to the latest training step, else `model_dir`'s
+            latest. A damaged default is reported and the next newest readable one of
+            `model_dir` taken instead (see `newest_readable_checkpoint`).
 
     Raises:
-        ValueError: when there is no checkpoint there.
+        ValueError: when there is no checkpoint there, when the checkpoint given is
+            damaged, or when every candidate is.
     """
     if checkpoint is not None:
         checkpoint = os.fspath(checkpoint)
         if os.path.isdir(checkpoint):
-            path = tf.train.latest_checkpoint(checkpoint)
+            path = newest_readable_checkpoint(_checkpoints_newest_first(checkpoint))
             if path is None:
                 raise ValueError(f"no checkpoint in {checkpoint}")
             return path
         if not tf.io.gfile.exists(checkpoint + ".index"):
             raise ValueError(f"{checkpoint}: no such checkpoint (no {checkpoint}.index)")
+        damage = checkpoint_damage(checkpoint)
+        if damage is not None:
+            raise ValueError(f"checkpoint {checkpoint} is damaged: {damage}")
         return checkpoint
     model_dir = config["model_dir"]
     if model_dir is None:
         raise ValueError("no checkpoint given and model_dir is not set in the configuration")
-    latest = tf.train.latest_checkpoint(model_dir)
+    candidates = _checkpoints_newest_first(model_dir)
     averaged = tf.train.latest_checkpoint(os.path.join(model_dir, AVERAGE_DIRECTORY))
-    if averaged is not None and (latest is None or _step_of(averaged) >= _step_of(latest)):
-        return averaged
-    if latest is None:
+    if averaged is not None and (not candidates or _step_of(averaged) >= _step_of(candidates[0])):
+        candidates.insert(0, averaged)
+    path = newest_readable_checkpoint(candidates)
+    if path is None:
         raise ValueError(f"no checkpoint in {model_dir}: train first (kerasnmt train)")
-    return latest
+    return path
+
+
+def _checkpoints_newest_first(directory):
+    """The checkpoints a directory's `checkpoint` state file lists, newest first."""
+    state = tf.train.get_checkpoint_state(directory)
+    if state is None:
+        return []
+    paths = [os.path.join(directory, os.path.basename(path))
+             for path in state.all_model_checkpoint_paths]
+    return [path for path in reversed(paths) if tf.io.gfile.exists(path + ".index")]
 
 
 def _step_of(checkpoint_path):
@@ -277,7 +295,8 @@ def write_scalar(name, value, step):
 
 class _StopAtStep(keras.callbacks.Callback):
     """Stops at `max_step` optimizer steps, after `time_limit` seconds of training, or at
-    the end of the step during which `request_stop(signal_number)` was called."""
+    the end of the step during which `request_stop(signal_number)` was called; a second
+    SIGINT (Ctrl-C twice) interrupts at once."""
 
     def __init__(self, max_step, time_limit):
         super().__init__()
@@ -293,6 +312,8 @@ class _StopAtStep(keras.callbacks.Callback):
             self.reason = reason
 
     def request_stop(self, signal_number):
+        if self.signal_number is not None and signal_number == signal.SIGINT:
+            raise KeyboardInterrupt
         self.signal_number = signal_number
         self.stop(f"received {signal.Signals(signal_number).name}")
 
@@ -312,19 +333,25 @@ class _StopAtStep(keras.callbacks.Callback):
 
 
 @contextlib.contextmanager
-def _stopping_on(signal_number, stopper):
-    """Within the block, `signal_number` asks `stopper` to stop training after the current
-    step instead of killing the process (in the main thread only, where Python handles
-    signals)."""
+def _stopping_on(signal_numbers, stopper):
+    """Within the block, each of `signal_numbers` asks `stopper` to stop training after the
+    current step instead of killing the process (in the main thread only, where Python
+    handles signals)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal_number, lambda number, frame: stopper.request_stop(number))
+    previous = {
+        number: signal.signal(number, lambda number, frame: stopper.request_stop(number))
+        for number in signal_numbers
+        # A signal the process was started ignoring (SIGINT of a background job) stays so.
+        if signal.getsignal(number) != signal.SIG_IGN
+    }
     try:
         yield
     finally:
-        # None: the previous handler was not set from Python; the default is the closest.
-        signal.signal(signal_number, signal.SIG_DFL if previous is None else previous)
+        for number, handler in previous.items():
+            # None: the previous handler was not set from Python; the default is the closest.
+            signal.signal(number, signal.SIG_DFL if handler is None else handler)
 
 
 class _TrainingSummaries(keras.callbacks.Callback):
@@ -678,15 +705,12 @@ def train(config, time_limit=None, verbose="auto"):
     manager = tf.train.CheckpointManager(
         checkpoint, model_dir, max_to_keep=train_section["keep_checkpoint_max"]
     )
-    if manager.latest_checkpoint:
-        checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
-        print(f"Restored {manager.latest_checkpoint} (step {optimizer_step(translator)})",
-              flush=True)
+    restored = restore_latest(checkpoint, manager, translator)
     start_step = optimizer_step(translator)
     max_step = train_section["max_step"]
     if max_step is not None and start_step >= max_step:
         print(f"Nothing to train: step {start_step} already reaches train.max_step ({max_step})")
-        return TrainingResult(translator, start_step, manager.latest_checkpoint, None,
+        return TrainingResult(translator, start_step, restored, None,
                               "already at train.max_step", None)
 
     dataset = training_dataset(
@@ -731,9 +755,9 @@ def train(config, time_limit=None, verbose="auto"):
     callbacks.append(stopper)  # last: the epoch ends after the others saw the batch
     epochs = math.ceil(max_step / period) if max_step is not None else 10**9
     try:
-        # SIGTERM (what Slurm, Kubernetes or `kill` send before killing a job) ends the
-        # run after the current step, with a checkpoint, as the time limit does.
-        with _stopping_on(signal.SIGTERM, stopper):
+        # SIGTERM (what Slurm, Kubernetes or `kill` send before killing a job) and Ctrl-C
+        # end the run after the current step, with a checkpoint, as the time limit does.
+        with _stopping_on((signal.SIGTERM, signal.SIGINT), stopper):
             history = translator.fit(
                 dataset,
                 batch_size=train_section["batch_size"],

@@ -20,7 +20,8 @@ from kerasnmt import cli, training_run
 from kerasnmt.config import default_config, load_config
 from kerasnmt.evaluation import score_translations
 from kerasnmt.models import Translator
-from kerasnmt.training import Perplexity
+from kerasnmt.training import NonFiniteLossError, Perplexity
+from kerasnmt.training.readable_checkpoint import checkpoint_damage
 from kerasnmt.training_run import (
     TRAINING_KEYS,
     _TrainingSummaries,
@@ -110,6 +111,50 @@ def test_validation_files_of_different_lengths_stop_the_run_before_training(run_
     assert "val.src has 6 lines but" in err
     assert "val.tgt has 2: the files must be line-aligned" in err
     assert not glob.glob(str(run_dir / "model" / "ckpt-*"))
+
+
+def _with_bad_alignment_line(run_dir, config, line):
+    """Guided alignment on an alignment file whose 6th line is `line` (the others: 0-0)."""
+    count = len((run_dir / "train.src").read_text(encoding="utf-8").splitlines())
+    lines = ["0-0"] * count
+    lines[5] = line
+    (run_dir / "train.align").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    config["data"]["train_alignments"] = "train.align"
+    config["params"]["guided_alignment_type"] = "ce"
+
+
+@pytest.mark.parametrize("case, expected", [
+    ("empty corpus", "no training batch from {run}/train.src and {run}/train.tgt: every "
+     "example needs 0 < source length <= maximum_features_length=8"),
+    ("emptied by the length filter", "no training batch from {run}/train.src and "
+     "{run}/train.tgt: every example needs 0 < source length <= maximum_features_length=1 "
+     "and 0 < target length <= maximum_labels_length=8 (in tokens)"),
+    ("malformed alignment", "{run}/train.align, line 6: malformed Pharaoh alignment: "
+     "expected space-separated source-target index pairs such as 0-0 1-2; got line: 0-x"),
+    ("negative alignment index", "{run}/train.align, line 6: malformed Pharaoh alignment: "
+     "expected space-separated source-target index pairs such as 0-0 1-2; got line: -1-0"),
+    ("alignment index out of range", "{run}/train.align, line 6: alignment index out of "
+     "range: source indices must be below the"),
+])
+def test_bad_training_data_found_while_training_exits_2_with_one_line(run_dir, capsys, case,
+                                                                      expected):
+    config = tiny_run(train={"max_step": 2})
+    if case == "empty corpus":
+        (run_dir / "train.src").write_text("", encoding="utf-8")
+        (run_dir / "train.tgt").write_text("", encoding="utf-8")
+    elif case == "emptied by the length filter":
+        config["train"]["maximum_features_length"] = 1
+    else:
+        line = {"malformed alignment": "0-x", "negative alignment index": "-1-0",
+                "alignment index out of range": "0-99"}[case]
+        _with_bad_alignment_line(run_dir, config, line)
+    status = cli.main(["train", "--config", str(write_config(run_dir, config)), "--verbose", "0"])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if line.startswith("kerasnmt train: error: ")]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("kerasnmt train: error: " + expected.format(run=run_dir)), lines
 
 
 def test_trains_checkpoints_resumes_logs_and_averages(run_dir, capsys):
@@ -262,7 +307,53 @@ def test_gradient_accumulation_counts_steps_as_weight_updates(run_dir,
     assert sorted(_scalars(run_dir / "model" / "logs" / "train")["loss"]) == [1, 2, 3]
 
 
-def test_sigterm_ends_the_run_after_a_step_with_a_checkpoint(run_dir):
+def _truncate(checkpoint):
+    data = checkpoint + ".data-00000-of-00001"
+    with open(data, "r+b") as file:
+        file.truncate(os.path.getsize(data) // 2)
+
+
+def test_a_damaged_latest_checkpoint_falls_back_to_the_newest_readable_one(run_dir, capsys):
+    config_path = write_config(run_dir, tiny_run(train={
+        "max_step": 4, "save_checkpoints_steps": 2, "average_last_checkpoints": 0}))
+    assert cli.main(["train", "--config", str(config_path), "--verbose", "0"]) == 0
+    model_dir = run_dir / "model"
+    _truncate(str(model_dir / "ckpt-4"))
+    capsys.readouterr()
+    config = load_config(config_path)
+
+    # Translation and export restore through restore_translator.
+    translator, path = restore_translator(config)
+    assert path == str(model_dir / "ckpt-2")
+    assert [w.numpy().tolist() for w in translator.trainable_weights] == [
+        w.tolist() for w in _checkpoint_weights(config_path, str(model_dir / "ckpt-2"))]
+    err = capsys.readouterr().err
+    assert f"warning: checkpoint {model_dir / 'ckpt-4'} is damaged (Read less bytes than " \
+        "requested); trying the previous one" in err
+    # A damaged checkpoint named on purpose is an error, not a silent substitute.
+    with pytest.raises(ValueError, match=r"checkpoint .*ckpt-4 is damaged: Read less bytes"):
+        restore_translator(config, str(model_dir / "ckpt-4"))
+
+    # Training resumes from the newest readable checkpoint.
+    config_path = write_config(run_dir, tiny_run(train={
+        "max_step": 6, "save_checkpoints_steps": 2, "average_last_checkpoints": 0}))
+    assert cli.main(["train", "--config", str(config_path), "--verbose", "0"]) == 0
+    captured = capsys.readouterr()
+    assert f"checkpoint {model_dir / 'ckpt-4'} is damaged" in captured.err
+    assert f"Restored {model_dir / 'ckpt-2'} (step 2)" in captured.out
+    assert "Training stopped at step 6" in captured.out
+    assert restore_translator(config)[1] == str(model_dir / "ckpt-6")
+    assert checkpoint_damage(str(model_dir / "ckpt-4")) is None  # written again at step 4
+
+    # Every checkpoint damaged: one clear line, exit 2.
+    for step in (2, 4, 6):
+        _truncate(str(model_dir / f"ckpt-{step}"))
+    assert cli.main(["train", "--config", str(config_path), "--verbose", "0"]) == 2
+    assert "no readable checkpoint:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("signal_number", [signal.SIGTERM, signal.SIGINT])
+def test_sigterm_and_ctrl_c_end_the_run_after_a_step_with_a_checkpoint(run_dir, signal_number):
     config = tiny_run(
         train={"max_step": 100000, "save_checkpoints_steps": 2, "average_last_checkpoints": 2},
         eval={"steps": 1000},
@@ -273,6 +364,8 @@ def test_sigterm_ends_the_run_after_a_step_with_a_checkpoint(run_dir):
         [sys.executable, "-m", "kerasnmt.cli", "train", "--config", str(config_path),
          "--verbose", "0"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # As in a terminal: a test run in the background would leave SIGINT ignored.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     model_dir = run_dir / "model"
     deadline = time.monotonic() + 300
@@ -280,12 +373,14 @@ def test_sigterm_ends_the_run_after_a_step_with_a_checkpoint(run_dir):
         while not (model_dir / "ckpt-2.index").exists():
             assert process.poll() is None and time.monotonic() < deadline, process.communicate()
             time.sleep(0.2)
-        process.send_signal(signal.SIGTERM)
+        process.send_signal(signal_number)
         out, err = process.communicate(timeout=300)
     finally:
         process.kill()  # if it is still running, the test failed: leave nothing behind
-    assert process.returncode == 128 + signal.SIGTERM, err[-3000:]
-    step = int(re.search(r"Training stopped at step (\d+): received SIGTERM", out).group(1))
+    assert process.returncode == 128 + signal_number, err[-3000:]
+    assert "Traceback" not in err
+    name = signal.Signals(signal_number).name
+    step = int(re.search(rf"Training stopped at step (\d+): received {name}", out).group(1))
     assert step >= 2
     # The step it stopped at is checkpointed and is the one a resumed run starts from.
     assert tf.train.latest_checkpoint(str(model_dir)) == str(model_dir / f"ckpt-{step}")
@@ -293,6 +388,49 @@ def test_sigterm_ends_the_run_after_a_step_with_a_checkpoint(run_dir):
     assert "Evaluation at step" not in out
     assert not (model_dir / "evaluations.jsonl").exists()
     assert not (model_dir / "avg").exists()
+
+
+def test_a_second_ctrl_c_interrupts_at_once():
+    stopper = training_run._StopAtStep(max_step=None, time_limit=None)
+    stopper.request_stop(signal.SIGINT)
+    assert stopper.reason == "received SIGINT"
+    with pytest.raises(KeyboardInterrupt):
+        stopper.request_stop(signal.SIGINT)
+
+
+def test_an_interruption_inside_a_step_still_saves_a_checkpoint(run_dir, monkeypatch):
+    def interrupt_at_step_3(self, batch, logs=None):
+        if training_run.optimizer_step(self.model) == 3:
+            raise KeyboardInterrupt  # what a second Ctrl-C raises
+
+    monkeypatch.setattr(training_run._StopAtStep, "on_train_batch_end", interrupt_at_step_3)
+    config = load_config(write_config(run_dir, tiny_run(train={
+        "max_step": 100, "save_checkpoints_steps": 50})))
+    with pytest.raises(KeyboardInterrupt):
+        train(config, verbose=0)
+    model_dir = run_dir / "model"
+    assert tf.train.latest_checkpoint(str(model_dir)) == str(model_dir / "ckpt-3")
+
+
+def test_a_diverged_run_ends_with_one_line_and_status_1(monkeypatch, capsys):
+    def diverged(config, **options):
+        raise NonFiniteLossError("training diverged at step 7: the loss is nan.")
+
+    monkeypatch.setattr(training_run, "train", diverged)
+    monkeypatch.setattr(cli, "load_config", lambda path, required: {})
+    assert cli.main(["train", "--config", "run.yml"]) == 1
+    assert capsys.readouterr().err == (
+        "kerasnmt train: error: training diverged at step 7: the loss is nan.\n")
+
+
+def test_an_interrupted_command_exits_130_with_one_line(monkeypatch, capsys):
+    def interrupted(config, **options):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(training_run, "train", interrupted)
+    monkeypatch.setattr(cli, "load_config", lambda path, required: {})
+    assert cli.main(["train", "--config", "run.yml"]) == 130
+    assert capsys.readouterr().err == "kerasnmt train: interrupted\n"
 
 
 def test_evaluates_every_eval_steps_exports_the_best_and_stops_early(run_dir, capsys):

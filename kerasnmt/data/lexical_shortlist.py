@@ -17,6 +17,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from kerasnmt.data.result_file import result_file
 from kerasnmt.data.text_files import CorpusError, read_line_aligned, read_lines
 from kerasnmt.data.vocabulary import END_OF_SENTENCE_ID, PADDING_ID
 from kerasnmt.layers.vocab_lookup import UNKNOWN_TOKEN
@@ -180,11 +181,12 @@ class LexicalShortlist:
         """Writes the shortlist as tokens (CTranslate2's `vmap` format).
 
         The vocabularies are token lists in id order (`preprocessor.source_vocabulary`);
-        the unknown id that follows them is written `<unk>`.
+        the unknown id that follows them is written `<unk>`. The file replaces `path` only
+        once complete (`result_file`).
         """
         source_vocabulary = [*source_vocabulary, UNKNOWN_TOKEN]
         target_vocabulary = [*target_vocabulary, UNKNOWN_TOKEN]
-        with open(path, "w", encoding="utf-8") as file:
+        with result_file(path, expected_lines=len(self.candidates) + 1) as file:
             file.write("\t" + " ".join(target_vocabulary[i] for i in self.always) + "\n")
             for source_id, ids in sorted(self.candidates.items()):
                 file.write(source_vocabulary[source_id] + "\t"

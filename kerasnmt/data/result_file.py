@@ -1,4 +1,5 @@
-"""Result files (translations, scores) that appear whole under their name, or not at all."""
+"""Result files (translations, vocabularies, models, shortlists) that appear whole under
+their name, or not at all."""
 
 import contextlib
 import os
@@ -7,8 +8,9 @@ from kerasnmt.data.text_files import count_lines
 
 
 @contextlib.contextmanager
-def result_file(path, expected_lines=None):
-    """Opens a UTF-8 text file for writing that replaces `path` only once it is complete.
+def result_file(path, expected_lines=None, binary=False):
+    """Opens a file for writing (UTF-8 text, or bytes) that replaces `path` only once it is
+    complete.
 
     The lines go to a temporary file beside `path` (`.NAME.tmp-PID`, same directory, so
     the final rename is atomic); it is renamed to `path` when the block ends without an
@@ -22,6 +24,7 @@ def result_file(path, expected_lines=None):
         path: the file to write.
         expected_lines: the number of lines the file must hold (e.g. one per source
             sentence), or None.
+        binary: open the file for bytes instead of text.
 
     Raises:
         ValueError: naming `path` when the written file does not hold `expected_lines`
@@ -45,7 +48,11 @@ def result_file(path, expected_lines=None):
     directory, name = os.path.split(os.path.abspath(path))
     temporary = os.path.join(directory, f".{name}.tmp-{os.getpid()}")
     try:
-        with open(temporary, "w", encoding="utf-8", errors="strict", newline="\n") as stream:
+        if binary:
+            stream = open(temporary, "wb")
+        else:
+            stream = open(temporary, "w", encoding="utf-8", errors="strict", newline="\n")
+        with stream:
             yield stream
         if expected_lines is not None:
             written = count_lines(temporary)

@@ -11,6 +11,7 @@ import io
 import sentencepiece
 
 from kerasnmt.data.text_files import CorpusError, count_bytes, read_lines
+from kerasnmt.data.result_file import result_file
 from kerasnmt.data.vocabulary import SPECIAL_TOKENS, save_vocabulary
 from kerasnmt.data.vocabulary_builder import pad_to_multiple
 
@@ -200,7 +201,7 @@ def train_sentencepiece(
     if size_multiple is not None:
         vocabulary = pad_to_multiple(vocabulary, size_multiple)
     save_vocabulary(vocabulary, f"{output_prefix}.vocab")
-    with open(f"{output_prefix}.model", "wb") as file:
+    with result_file(f"{output_prefix}.model", binary=True) as file:
         file.write(model.getvalue())
     return vocabulary
 

@@ -33,6 +33,7 @@ import tensorflow as tf
 
 from kerasnmt.data.batching import CHUNK_SIZE, sequence_shape, source_length, target_length
 from kerasnmt.data.parallel_examples import chunk_preprocessor
+from kerasnmt.data.pipeline_errors import corpus_error
 from kerasnmt.data.shuffling import index_lines, read_block
 from kerasnmt.data.text_files import CorpusError
 
@@ -236,7 +237,10 @@ def write_shard(task, preprocessor=None):
         try:
             features, labels = preprocess(*chunk)
         except tf.errors.InvalidArgumentError as error:
-            raise CorpusError(_assertion_message(error)) from None
+            bad_input = corpus_error(error)
+            if bad_input is None:
+                raise
+            raise bad_input from None
         features, labels = tf.nest.map_structure(lambda t: t.numpy(), (features, labels))
         records.extend(serialize_chunk(features, labels, schema))
     if task.seed is not None:
@@ -244,15 +248,6 @@ def write_shard(task, preprocessor=None):
         records = [records[i] for i in order]
     _write_atomically(task.output_path, records)
     return task.shard, len(records)
-
-
-def _assertion_message(error):
-    """The message of a failed `tf.debugging.Assert`, without TensorFlow's decoration."""
-    message = error.message
-    if "assertion failed: [" in message:
-        message = message.split("assertion failed: [", 1)[1]
-        message = message.split("]\n", 1)[0].rstrip("]")
-    return message.strip()
 
 
 def _write_in_process(task):
@@ -284,8 +279,9 @@ def plan_shards(
     """Indexes the corpus and returns one task a shard, plus the index to write.
 
     The first half of `write_shards`, shared with the Beam pipeline: counts and checks
-    the files, records the byte offset of each shard's first line, removes the previous
-    index, shards and temporary files of `name`, and describes the examples (the schema).
+    the files (an empty corpus is an error), records the byte offset of each shard's
+    first line, removes the previous index, shards and temporary files of `name`, and
+    describes the examples (the schema).
 
     Returns:
         `(tasks, index, index_path)`.
@@ -305,6 +301,8 @@ def plan_shards(
                 f"{path} has {index.num_lines}"
             )
         indexes.append(index)
+    if num_lines == 0:
+        raise CorpusError(f"{source_file} is empty: no sentence pair to prepare")
     os.makedirs(output_dir, exist_ok=True)
     index_path = os.path.join(output_dir, index_file_name(name))
     if os.path.exists(index_path):
@@ -395,9 +393,9 @@ def write_shards(
         The path of the index file, for `read_shards` and `training_dataset(shards=...)`.
 
     Raises:
-        CorpusError: files of different lengths (naming both files and counts), invalid
-            UTF-8, or a malformed or out-of-range alignment line (naming the file and
-            line).
+        CorpusError: an empty corpus, files of different lengths (naming both files and
+            counts), invalid UTF-8, or a malformed or out-of-range alignment line (naming
+            the file and line).
     """
     if num_processes < 1:
         raise ValueError(f"num_processes must be at least 1, got {num_processes}")

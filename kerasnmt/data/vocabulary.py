@@ -4,6 +4,8 @@ The unknown token has no line of its own: it gets the id equal to the number of 
 in the file (one out-of-vocabulary bucket), as in OpenNMT-tf.
 """
 
+from kerasnmt.data.result_file import result_file
+
 PADDING_TOKEN = "<blank>"
 START_OF_SENTENCE_TOKEN = "<s>"
 END_OF_SENTENCE_TOKEN = "</s>"
@@ -89,8 +91,9 @@ def load_vocabulary(path, add_special_tokens=False):
 
 
 def save_vocabulary(tokens, path):
-    """Writes `tokens` (special tokens first) one a line, UTF-8, after checking them."""
+    """Writes `tokens` (special tokens first) one a line, UTF-8, after checking them; the
+    file replaces `path` only once complete (`result_file`)."""
     tokens = check_vocabulary(tokens, source=str(path))
-    with open(path, "w", encoding="utf-8", newline="\n") as file:
+    with result_file(path, expected_lines=len(tokens)) as file:
         for token in tokens:
             file.write(token + "\n")

@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from kerasnmt.training.non_finite_loss import check_finite_loss
 from kerasnmt.training.optimizer_step import optimizer_step
+from kerasnmt.training.readable_checkpoint import newest_readable_checkpoint
 
 
 def training_checkpoint(model):
@@ -18,11 +19,25 @@ def training_checkpoint(model):
     return tf.train.Checkpoint(model=model, optimizer=optimizer)
 
 
+def restore_latest(checkpoint, manager, model):
+    """Restores the newest readable checkpoint of `manager` into `checkpoint` (a damaged
+    newer one is reported and skipped, see `newest_readable_checkpoint`).
+
+    Returns:
+        The restored path, or None when the directory has no checkpoint.
+    """
+    path = newest_readable_checkpoint(manager.checkpoints[::-1])
+    if path is not None:
+        checkpoint.restore(path).assert_existing_objects_matched()
+        print(f"Restored {path} (step {optimizer_step(model)})", flush=True)
+    return path
+
+
 class CheckpointCallback(keras.callbacks.Callback):
     """Checkpoints training every `save_every_steps` optimizer steps and resumes from the latest.
 
-    At the start of `fit`, the latest checkpoint of `directory` (if any) is restored: the
-    weights and the optimizer state, including its step counter, so a run killed at any
+    At the start of `fit`, the latest checkpoint of `directory` (if any; the newest
+    readable one if it is damaged) is restored: the weights and the optimizer state, including its step counter, so a run killed at any
     point continues from the step of its last checkpoint (the learning rate schedule with
     it). A checkpoint is written when the optimizer step is a multiple of
     `save_every_steps` and at the end of training; only the last `keep_checkpoints` are
@@ -73,11 +88,9 @@ class CheckpointCallback(keras.callbacks.Callback):
         self.manager = tf.train.CheckpointManager(
             checkpoint, self.directory, max_to_keep=self.keep_checkpoints
         )
-        if self.restore and self.manager.latest_checkpoint:
-            checkpoint.restore(self.manager.latest_checkpoint).assert_existing_objects_matched()
+        if self.restore and restore_latest(checkpoint, self.manager, self.model):
             self.restored_step = optimizer_step(self.model)
             self._last_saved_step = self.restored_step
-            print(f"Restored {self.manager.latest_checkpoint} (step {self.restored_step})")
 
     def save(self, step):
         """Writes the checkpoint of `step` (of the weights `saved_weights` gives)."""

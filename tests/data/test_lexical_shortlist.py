@@ -91,6 +91,18 @@ def test_save_and_load_round_trip_as_tokens(tmp_path):
     assert loaded.width == 64
 
 
+def test_a_save_that_fails_midway_keeps_the_previous_file(tmp_path):
+    vocabulary = preprocessor().source_vocabulary
+    path = tmp_path / "shortlist.txt"
+    LexicalShortlist({3: [4]}, always=[7]).save(path, vocabulary, vocabulary)
+    before = path.read_bytes()
+    unencodable = [*vocabulary[:10], "\ud800"]  # a lone surrogate: not UTF-8
+    with pytest.raises(UnicodeEncodeError):
+        LexicalShortlist({3: [4], 10: [5]}, always=[7]).save(path, unencodable, vocabulary)
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["shortlist.txt"]
+
+
 @pytest.mark.parametrize("line, message", [
     ("a b c", r"line 2: expected 'source token<TAB>target tokens', got 'a b c'"),
     ("a\tb zz", "line 2: 'zz' is not in the target vocabulary"),

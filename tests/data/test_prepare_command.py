@@ -47,3 +47,12 @@ def test_prepare_reports_mismatched_files_in_one_line(tmp_path, capsys):
     error = capsys.readouterr().err.strip()
     assert error.startswith("kerasnmt prepare: error:") and "\n" not in error
     assert "train.src has 3 lines but" in error and "train.tgt has 2" in error
+
+
+def test_prepare_refuses_an_empty_corpus_and_writes_nothing(tmp_path, capsys):
+    arguments = _files(tmp_path, [], [])
+    status = main(["prepare", *arguments, "-o", str(tmp_path / "shards"), "--num-shards", "2"])
+    assert status == 2
+    error = capsys.readouterr().err.strip()
+    assert error == f"kerasnmt prepare: error: {tmp_path / 'train.src'} is empty: no sentence pair to prepare"
+    assert not (tmp_path / "shards").exists()

@@ -20,6 +20,15 @@ def test_save_then_load_round_trips(tmp_path):
     assert load_vocabulary(tmp_path / "v.txt") == tokens
 
 
+def test_a_save_that_fails_midway_keeps_the_previous_file(tmp_path):
+    path = tmp_path / "vocab.txt"
+    save_vocabulary(["<blank>", "<s>", "</s>", "a"], path)
+    with pytest.raises(UnicodeEncodeError):
+        save_vocabulary(["<blank>", "<s>", "</s>", "b", "\ud800"], path)  # not UTF-8
+    assert path.read_text(encoding="utf-8") == "<blank>\n<s>\n</s>\na\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["vocab.txt"]
+
+
 def test_missing_special_tokens_is_an_error_naming_the_file(tmp_path):
     path = write(tmp_path, b"a\nb\n")
     with pytest.raises(VocabularyError, match=r"vocab\.txt.*must start with <blank>, <s>, </s>"):
