@@ -31,6 +31,7 @@ import tensorflow as tf
 from tensorflow.core.framework import summary_pb2
 
 from kerasnmt.data.lexical_shortlist import LexicalShortlist
+from kerasnmt.data.result_file import result_file
 from kerasnmt.data.training_pipeline import training_dataset
 from kerasnmt.data.text_files import read_line_aligned
 from kerasnmt.evaluation import score_translations
@@ -605,7 +606,7 @@ def evaluate_run(translator, config, sampler, sources, references, predictions_p
     )
     if predictions_path is not None:
         os.makedirs(os.path.dirname(predictions_path), exist_ok=True)
-        with open(predictions_path, "w", encoding="utf-8") as stream:
+        with result_file(predictions_path) as stream:
             stream.writelines(f"{translation}\n" for translation in translations)
     results = {"loss": float(loss)}
     scores = score_translations(translations, references, language=evaluation["target_language"])

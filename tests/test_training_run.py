@@ -538,6 +538,20 @@ def test_evaluate_run_reports_the_published_bleu_in_eval_target_language(
     assert list(results) == ["loss", "chrf", "chrf_signature"]
 
 
+def test_evaluation_predictions_are_written_whole_or_not_at_all(tmp_path):
+    config = default_config()
+    config["eval"]["scorers"] = ["chrf"]
+    path = tmp_path / "eval" / "predictions.txt.2"
+    arguments = dict(config=config, sampler=None, sources=["a", "b"], references=["x", "y"],
+                     predictions_path=str(path))
+    training_run.evaluate_run(_FixedTranslations(["Ein Hund", "Zwei"]), **arguments)
+    assert path.read_text(encoding="utf-8") == "Ein Hund\nZwei\n"
+    with pytest.raises(UnicodeEncodeError):  # a lone surrogate: the second line fails
+        training_run.evaluate_run(_FixedTranslations(["Drei", "\ud800"]), **arguments)
+    assert path.read_text(encoding="utf-8") == "Ein Hund\nZwei\n"
+    assert [p.name for p in path.parent.iterdir()] == ["predictions.txt.2"]
+
+
 def test_a_run_stopped_by_its_time_limit_resumes_evaluating_at_multiples_of_eval_steps(
     run_dir, evaluation_without_xla
 ):
