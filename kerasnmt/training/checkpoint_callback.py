@@ -37,9 +37,9 @@ class CheckpointCallback(keras.callbacks.Callback):
     """Checkpoints training every `save_every_steps` optimizer steps and resumes from the latest.
 
     At the start of `fit`, the latest checkpoint of `directory` (if any; the newest
-    readable one if it is damaged) is restored: the weights and the optimizer state, including its step counter, so a run killed at any
-    point continues from the step of its last checkpoint (the learning rate schedule with
-    it). A checkpoint is written when the optimizer step is a multiple of
+    readable one if it is damaged) is restored: the weights and the optimizer state,
+    including its step counter, so a run killed at any point continues from the step of
+    its last checkpoint (the learning rate schedule with it). A checkpoint is written when the optimizer step is a multiple of
     `save_every_steps` and at the end of training; only the last `keep_checkpoints` are
     kept. A batch whose loss is NaN or infinite raises `NonFiniteLossError` without saving,
     so the last checkpoint on disk is always a good one.
