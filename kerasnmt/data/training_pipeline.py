@@ -10,10 +10,11 @@ From parallel text files (or sharded TFRecord corpora, see `kerasnmt.data.shards
    `kerasnmt.data.batching`; shards are parsed a chunk at a time);
 4. keep `0 < length <= maximum_features_length` / `maximum_labels_length` (tokens,
    before `<s>`/`</s>`);
-5. bucket by length and batch (`kerasnmt.data.batching`);
-6. drop batches whose size is not a multiple of `num_replicas`;
-7. repeat (several corpora are repeated each on its own and sampled by
-   `train_files_weights`), prefetch.
+5. repeat each corpus on its own (several are sampled by `train_files_weights`), before
+   bucketing, so that every batch is full (OpenNMT-tf repeats after batching, which ends
+   each pass with the partial batches of every bucket in length order);
+6. bucket by length and batch (`kerasnmt.data.batching`);
+7. drop batches whose size is not a multiple of `num_replicas`; prefetch.
 
 A pipeline that yields no batch raises an error naming the files and the limits, instead
 of ending at once or hanging in `repeat()`.
@@ -383,23 +384,30 @@ def training_dataset(
         pad_to_bucket_boundary=pad_to_bucket_boundary,
         num_replicas=num_replicas,
     )
-    if len(corpora) == 1:
-        chunks, _, what = corpora[0]
-        dataset = _batch_chunks(chunks, what=what, **batching)
-        if repeat:
-            dataset = dataset.repeat()
-        return dataset.prefetch(prefetch_buffer_size)
     if not repeat:
-        raise ValueError("several weighted corpora are sampled forever: repeat must be True")
-    probabilities = sampling_probabilities(train_files_weights, [size for _, size, _ in corpora])
+        if len(corpora) > 1:
+            raise ValueError("several weighted corpora are sampled forever: repeat must be True")
+        chunks, _, what = corpora[0]
+        return _batch_chunks(chunks, what=what, **batching).prefetch(prefetch_buffer_size)
+    # Each corpus is repeated before bucketing, so a bucket's batch fills across passes and
+    # every batch is full. Bucketing one pass at a time (OpenNMT-tf) ends each pass with
+    # the left-over examples of every bucket, flushed in length order: with 8,192-token
+    # batches on Multi30k's 29,000 pairs, half of all updates, some of one or two examples.
     limits = _limits_description(maximum_features_length, maximum_labels_length, 1)
     streams = []
     for chunks, _, what in corpora:
         chunks = chunks.apply(
             filter_chunks_by_length(maximum_features_length, maximum_labels_length)
         )
-        chunks = fail_if_empty(chunks, f"no training example left in {what}: {limits}")
+        chunks = fail_if_empty(chunks, f"no training batch from {what}: {limits}")
         streams.append(chunks.repeat().apply(keyed_examples(length_bucket_width)))
-    examples = tf.data.Dataset.sample_from_datasets(streams, weights=probabilities, seed=seed)
-    dataset = _batch_keyed(examples, what="the training corpora", **batching)
+    if len(streams) == 1:
+        examples, what = streams[0], corpora[0][2]
+    else:
+        probabilities = sampling_probabilities(
+            train_files_weights, [size for _, size, _ in corpora]
+        )
+        examples = tf.data.Dataset.sample_from_datasets(streams, weights=probabilities, seed=seed)
+        what = "the training corpora"
+    dataset = _batch_keyed(examples, what=what, **batching)
     return dataset.prefetch(prefetch_buffer_size)

@@ -67,7 +67,7 @@ def test_batches_of_a_known_corpus(tmp_path, preprocessor):
 def test_token_batches_of_the_reference_note(tmp_path, preprocessor):
     # 60 pairs of length 5 and 60 of length 2. 100 tokens -> windows of 20 examples of
     # length 5 and 50 of length 2; with a multiple of 8, 16 and 48. The epoch ends with
-    # the partial windows (OpenNMT-tf repeats after batching).
+    # the partial windows (one pass, as OpenNMT-tf, which repeats after batching).
     sources = ["a b c d a"] * 60 + ["a b"] * 60
     targets = ["x"] * 60 + ["y z"] * 60
     source, target = _corpus(tmp_path, sources, targets)
@@ -82,6 +82,22 @@ def test_token_batches_of_the_reference_note(tmp_path, preprocessor):
         )
         got = sorted((len(f["ids"][0]), len(f["ids"])) for f, _ in _batches(dataset))
         assert got == sizes
+
+
+def test_repeated_token_batches_are_all_full(tmp_path, preprocessor):
+    # The corpus of the test above, repeated: a bucket's window fills across passes, so
+    # no pass ends with partial batches: 20 examples of length 5, 50 of length 2, or with
+    # a multiple of 8, 16 and 48.
+    sources = ["a b c d a"] * 60 + ["a b"] * 60
+    targets = ["x"] * 60 + ["y z"] * 60
+    source, target = _corpus(tmp_path, sources, targets)
+    for multiple, full in {1: {(5, 20), (2, 50)}, 8: {(5, 16), (2, 48)}}.items():
+        dataset = training_dataset(
+            source, target, preprocessor, batch_size=100, batch_type="tokens",
+            batch_size_multiple=multiple, sample_buffer_size=-1, seed=1,
+        )
+        shapes = [(len(f["ids"][0]), len(f["ids"])) for f, _ in _batches(dataset, 60)]
+        assert set(shapes) == full
 
 
 def test_length_filter_counts_tokens_without_special_tokens(tmp_path, preprocessor):
@@ -120,6 +136,7 @@ def test_irregular_batches_are_dropped_for_replicas(tmp_path, preprocessor):
     assert [len(features["ids"]) for features, _ in _batches(dataset)] == [4]
     too_few = training_dataset(
         source, target, preprocessor, batch_size=4, num_replicas=2, sample_buffer_size=0,
+        repeat=False,
     )
     with pytest.raises(tf.errors.InvalidArgumentError, match="num_replicas=2"):
         next(iter(too_few))
@@ -240,7 +257,7 @@ def test_weighted_corpus_filtered_to_nothing_is_an_error(tmp_path, preprocessor)
         [corpus_a[0], corpus_b[0]], [corpus_a[1], corpus_b[1]], preprocessor,
         batch_size=4, maximum_features_length=1, train_files_weights=[1, 1],
     )
-    with pytest.raises(tf.errors.InvalidArgumentError, match=r"no training example left in .*b\.src"):
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"no training batch from .*b\.src"):
         _batches(dataset, 20)
 
 
