@@ -668,12 +668,16 @@ class _CheckpointTranslator:
         self.replace_unknown_target = bool(config and config["params"]["replace_unknown_target"])
         self.shortlist = shortlist
         self.jit_compile = jit_compile
+        from kerasnmt.training_run import export_options
+
+        # Sources cut as the export of this configuration cuts them.
+        self.options = export_options(config) if config else {}
 
     def __call__(self, sentences):
         results = self.translator.translate(
             sentences, sampler=self.sampler, batch_size=self.batch_size, return_details=True,
             replace_unknown_target=self.replace_unknown_target, shortlist=self.shortlist,
-            jit_compile=self.jit_compile,
+            jit_compile=self.jit_compile, **self.options,
         )
         return [n_best[: self.n_best] for n_best in results]
 

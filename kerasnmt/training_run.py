@@ -603,6 +603,7 @@ def evaluate_run(translator, config, sampler, sources, references, predictions_p
             else TRANSLATION_BATCH_SIZE
         ),
         replace_unknown_target=config["params"]["replace_unknown_target"],
+        **export_options(config),
     )
     if predictions_path is not None:
         os.makedirs(os.path.dirname(predictions_path), exist_ok=True)

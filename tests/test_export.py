@@ -20,11 +20,10 @@ from kerasnmt.data.lexical_shortlist import LexicalShortlist
 from kerasnmt.export import (
     N_BEST_SIGNATURE,
     SERVING_SIGNATURE,
-    _TranslateFunction,
-    default_source_length_buckets,
     export_translator,
     next_version_path,
 )
+from kerasnmt.inference import TranslateFunction, source_width_buckets
 from kerasnmt.layers import BeamSampler, SentencePieceTokenizer, TranslationPreprocessor
 from kerasnmt.models import Translator
 from tests.models.translator_fixtures import tiny_translator
@@ -52,19 +51,19 @@ def whitespace_export(tmp_path_factory):
     or fewer, compile one decoding a source width."""
     translator = tiny_translator(seed=3)
     path = tmp_path_factory.mktemp("whitespace") / "ende" / "1"
-    build = _TranslateFunction.hypotheses
+    build = TranslateFunction.hypotheses
 
     def counted_build(self, source):
         GRAPHS_BUILT["whitespace_export"] = GRAPHS_BUILT.get("whitespace_export", 0) + 1
         return build(self, source)
 
-    _TranslateFunction.hypotheses = counted_build
+    TranslateFunction.hypotheses = counted_build
     try:
         returned = translator.export(path, sampler=_sampler(),
                                      maximum_source_length=MAXIMUM_SOURCE_LENGTH,
                                      batch_size_buckets=(BATCH_SIZE,), with_alignments=True)
     finally:
-        _TranslateFunction.hypotheses = build
+        TranslateFunction.hypotheses = build
     assert returned == path
     return translator, path
 
@@ -235,6 +234,34 @@ def test_bad_inputs_do_not_crash_the_loaded_model(whitespace_export, whitespace_
     assert translations[3:] == _translations(translator, [first_tokens, "a \ufffd b", "d e"])
 
 
+def test_translate_and_the_saved_model_agree_on_empty_and_overlong_sources(whitespace_export,
+                                                                         whitespace_model):
+    """Where the two paths used to disagree: an empty or blank line translates to "" with
+    score 0 through both (translate made a sentence up), and a source longer than
+    maximum_source_length is cut by both (translate decoded a 100,000-character line whole
+    and ran out of memory). Same request, same batch bucket: the same n-best lists."""
+    translator, _ = whitespace_export
+    long_sentence = " ".join(["a", "b", "c", "d", "e"] * 4000)  # 20,000 tokens
+    batch = ["", "   ", long_sentence, "a \xff b".encode("latin-1"), "d e", "\t"]
+    outputs = whitespace_model.signatures[N_BEST_SIGNATURE](source=tf.constant(batch, tf.string))
+    expected = translator.translate(
+        batch, sampler=_sampler(), batch_size=BATCH_SIZE, return_details=True,
+        jit_compile=False, maximum_source_length=MAXIMUM_SOURCE_LENGTH)
+    assert [_strings(row) for row in outputs["translations"]] == [
+        [h["text"] for h in n_best] for n_best in expected]
+    np.testing.assert_allclose(
+        outputs["scores"], [[h["score"] for h in n] for n in expected], atol=1e-4)
+    for index in (0, 1, 5):
+        for hypothesis in expected[index]:
+            assert (hypothesis["text"], hypothesis["tokens"], hypothesis["score"],
+                    hypothesis["log_prob"]) == ("", [], 0.0, 0.0)
+            assert hypothesis["alignment"].shape == (0, 0)
+    assert expected[2][0]["alignment"].shape[1] == MAXIMUM_SOURCE_LENGTH
+    cut = " ".join(long_sentence.split()[:MAXIMUM_SOURCE_LENGTH])
+    assert _details(translator, [cut], batch_size=BATCH_SIZE)[0][0]["text"] == (
+        expected[2][0]["text"])
+
+
 def test_each_sentence_is_decoded_at_the_width_of_its_own_bucket(whitespace_export):
     """A request mixing widths: each width bucket's sentences are decoded together, longest
     first, at that width (a long sentence does not widen the others' decoding), and the
@@ -243,7 +270,7 @@ def test_each_sentence_is_decoded_at_the_width_of_its_own_bucket(whitespace_expo
     # compact_batch: each result is its sentence's decoded alone, whatever the batch.
     sampler = BeamSampler(beam_size=2, n_best=2, length_penalty=0.6, max_length=20,
                           compact_batch=True)
-    function = _TranslateFunction(
+    function = TranslateFunction(
         translator, sampler, MAXIMUM_SOURCE_LENGTH, [4, 8, MAXIMUM_SOURCE_LENGTH], [8],
         length_ratio=2.0, length_offset=10, replace_unknown_target=False, jit_compile=False,
         shortlist=None,
@@ -286,7 +313,7 @@ def test_decoding_is_xla_compiled_once_per_source_width(whitespace_export):
         if function.attr["_XlaMustCompile"].b
     ]
     # Both signatures share one traced decode per width of the buckets [8, 12].
-    assert default_source_length_buckets(MAXIMUM_SOURCE_LENGTH) == [8, 12]
+    assert source_width_buckets(MAXIMUM_SOURCE_LENGTH) == [8, 12]
     assert len(compiled) == 2
     widths = sorted(
         function.signature.input_arg and int(

@@ -1,8 +1,6 @@
 """The translation model users fit, evaluate (and later translate with and export)."""
 
-import concurrent.futures
 import functools
-import json
 import math
 import warnings
 
@@ -10,20 +8,19 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from kerasnmt.data.inference_pipeline import in_original_order, inference_dataset
 from kerasnmt.data.training_pipeline import make_training_batches
 from kerasnmt.data.vocabulary import END_OF_SENTENCE_ID, START_OF_SENTENCE_ID
 from kerasnmt.layers.beam_sampler import BeamSampler
 from kerasnmt.layers.transformer_decoder import TransformerDecoder
 from kerasnmt.layers.transformer_encoder import TransformerEncoder
-from kerasnmt.models.translation import (
-    bucket_source_width,
+from kerasnmt.inference.translate import translate
+from kerasnmt.inference.widths import (
+    DEFAULT_LENGTH_OFFSET,
+    DEFAULT_LENGTH_RATIO,
+    DEFAULT_MAXIMUM_SOURCE_LENGTH,
     decoding_length_limit,
-    decoding_streams,
     decoding_steps,
-    hypotheses,
-    pad_batch,
-    source_features,
+    source_width_ladder,
 )
 from kerasnmt.training.losses import (
     GUIDED_ALIGNMENT_TYPES,
@@ -498,8 +495,9 @@ class Translator(keras.Model):
 
         return step_fn, history, unordered_state
 
-    def decode(self, source_ids, source_length, sampler, length_ratio=2.0, length_offset=10,
-               shortlist_ids=None, num_slots=None, num_examples=None, alignment=True):
+    def decode(self, source_ids, source_length, sampler, length_ratio=DEFAULT_LENGTH_RATIO,
+               length_offset=DEFAULT_LENGTH_OFFSET, shortlist_ids=None, num_slots=None,
+               num_examples=None, alignment=True):
         """Translates source ids into target ids with a `BeamSampler` (numbers only, no text).
 
         The encoder runs once; its outputs are projected once per layer (not tiled per
@@ -522,9 +520,9 @@ class Translator(keras.Model):
         `T = min(sampler.max_length, floor(length_ratio * S) + length_offset + 1)` steps for
         sources of width `S`, not `max_length`: every step attends over the whole cache
         (masked), so its size is part of the cost of a step. Pad sources to a few widths
-        (`kerasnmt.models.translation.bucket_source_width`) so that few shapes are traced;
+        (`kerasnmt.inference.widths.source_width_buckets`) so that few shapes are traced;
         when the width is unknown at tracing time (`[B, None]` signatures), the graph holds
-        one decoding loop per width bucket and runs the one for the actual width. The limit
+        one decoding loop per width of that ladder and runs the one for the actual width. The limit
         is per sentence, so padding the source wider never changes a translation.
 
         Shortlist: with `shortlist_ids`, the batch is decoded over these target ids only (the
@@ -568,14 +566,12 @@ class Translator(keras.Model):
             steps = decoding_steps(source_ids.shape[1], sampler, length_ratio, length_offset)
             return self._decode_steps(source_ids, source_length, sampler, limits, steps,
                                       shortlist_ids, num_slots, num_examples, alignment)
-        # A width unknown when tracing (e.g. a SavedModel signature): one branch per source
-        # width bucket, each with its own static number of steps, and max_length beyond.
-        widths = []
-        while True:
-            width = bucket_source_width(widths[-1] + 1 if widths else 1)
-            if decoding_steps(width, sampler, length_ratio, length_offset) >= sampler.max_length:
-                break
-            widths.append(width)
+        # A width unknown when tracing (e.g. a SavedModel signature): one branch per width
+        # of the ladder, each with its own static number of steps, and max_length beyond.
+        widths = [
+            width for width in source_width_ladder(sampler.max_length)
+            if decoding_steps(width, sampler, length_ratio, length_offset) < sampler.max_length
+        ]
         branches = [
             functools.partial(
                 self._decode_steps, source_ids, source_length, sampler, limits,
@@ -631,24 +627,30 @@ class Translator(keras.Model):
         jit_compile=True,
         shortlist=None,
         decoding_threads=2,
+        maximum_source_length=DEFAULT_MAXIMUM_SOURCE_LENGTH,
+        length_ratio=DEFAULT_LENGTH_RATIO,
+        length_offset=DEFAULT_LENGTH_OFFSET,
     ):
         """Translates sentences (raw text in, detokenized text out, in input order).
 
-        Sentences are preprocessed in `tf.data` and batched by similar source lengths
-        (`kerasnmt.data.inference_dataset`); each batch is padded to `batch_size` rows and
-        to a few source widths (`kerasnmt.models.translation.bucket_source_width`), so that
-        one compiled `decode` per width (and sampler configuration) serves every batch and
-        every later call; the translations are put back in input order.
+        The same pieces as the exported SavedModel (`kerasnmt.inference`): invalid UTF-8
+        becomes U+FFFD, each source is cut to its first `maximum_source_length` tokens, a
+        sentence of no token (empty or blank) translates to `""` with score 0, and each
+        sentence is padded to the smallest source width of `source_width_buckets` that
+        holds it. Batch search runs the SavedModel's own graph (`TranslateFunction`) with
+        batches of `batch_size` rows: the same request gives the same translations through
+        `translate` and an export with the same options. Each compiled decoding is kept
+        for every later call.
 
         With `BeamSampler(compact_batch=True)` (each result the one of its sentence decoded
-        alone), the sentences of each source width (multiples of 8 tokens) instead stream
-        through decoding slots, longest first (`decode` with `num_slots`; up to 16 times
-        the slots a call, padded to the slots times a power of two): a slot takes the next
-        sentence as soon as its own is done, so no step waits for the longest translation
-        of a batch, and a stream's last sentences finish in a quarter of the slots. The
-        streams go through `decoding_threads` concurrent calls of `batch_size /
-        decoding_threads` slots each (`batch_size` sentences decoded at once in all): one
-        decoding step uses little more than one core, two steps at once keep two busy.
+        alone), the sentences of each source width instead stream through decoding slots,
+        longest first (`decode` with `num_slots`; up to 16 times the slots a call, padded
+        to the slots times a power of two): a slot takes the next sentence as soon as its
+        own is done, so no step waits for the longest translation of a batch, and a
+        stream's last sentences finish in a quarter of the slots. The streams go through
+        `decoding_threads` concurrent calls of `batch_size / decoding_threads` slots each
+        (`batch_size` sentences decoded at once in all): one decoding step uses little
+        more than one core, two steps at once keep two busy.
 
         Args:
             sentences: source sentences (list, NumPy array or 1-D string tensor).
@@ -667,6 +669,10 @@ class Translator(keras.Model):
                 `shortlist.width` ids; a batch that needs more is decoded over the whole
                 vocabulary. Streams (`compact_batch`) are cut to fit the width.
             decoding_threads: with `compact_batch`, the streams decoded at once (above).
+            maximum_source_length: sources are cut to their first this many tokens.
+            length_ratio: `a` of the decoding length limit `floor(a * n) + b` (see
+                `decode`).
+            length_offset: `b` of that limit.
 
         Returns:
             A list of strings, one per sentence; with `return_details`, one list per
@@ -675,85 +681,11 @@ class Translator(keras.Model):
             `"log_prob"` (cumulative log-probability) and `"alignment"` (NumPy
             `[len(tokens), source tokens]` attention weights).
         """
-        sampler = BeamSampler() if sampler is None else sampler
-        if isinstance(decoding_threads, bool) or not isinstance(decoding_threads, int) or (
-            decoding_threads < 1
-        ):
-            raise ValueError(f"Translator.translate: decoding_threads must be an int >= 1, got "
-                             f"{decoding_threads!r}")
-        sentences = _string_array(sentences, "sentences")
-        batches = inference_dataset(
-            tf.data.Dataset.from_tensor_slices(sentences),
-            source_features(self.preprocessor, with_tokens=replace_unknown_target),
-            batch_size,
-            length_bucket_width=8,
+        return translate(
+            self, _string_array(sentences, "sentences"), sampler, batch_size, return_details,
+            replace_unknown_target, jit_compile, shortlist, decoding_threads,
+            maximum_source_length, length_ratio, length_offset,
         )
-        decode = self._decode_function(sampler, jit_compile)
-        target_vocabulary = self.preprocessor.target_vocabulary
-        unknown_id = self.target_vocabulary_size - 1
-
-        batches = ({key: value.numpy() for key, value in features.items()}
-                   for features in batches)
-        num_slots = max(1, batch_size // decoding_threads)
-        if sampler.compact_batch:
-            batches = decoding_streams(batches, num_slots, shortlist=shortlist)
-
-        def translate_batch(features):
-            length = features["length"]
-            width = features.get("width") or bucket_source_width(
-                length.max() if len(length) else 0)
-            ids, padded_length = pad_batch(
-                features["ids"], length, features.get("size", batch_size), width)
-            shortlist_ids = None
-            if shortlist is not None:
-                padded_ids, fits = shortlist.padded_target_ids(ids)
-                shortlist_ids = padded_ids if fits else None
-            slots = {}
-            if "size" in features:
-                slots = {"num_slots": num_slots, "num_examples": tf.constant(len(length))}
-            outputs = decode(tf.constant(ids), tf.constant(padded_length), shortlist_ids,
-                             alignment=return_details or replace_unknown_target, **slots)
-            tokens = features["tokens"] if replace_unknown_target else None
-            results = hypotheses(
-                outputs, len(length), target_vocabulary, unknown_id, tokens, length
-            )
-            texts = self.preprocessor.target_tokenizer.detokenize(tf.ragged.constant(
-                [h["tokens"] for n_best in results for h in n_best], dtype=tf.string,
-                ragged_rank=1,
-            )).numpy()
-            for n_best in results:
-                for hypothesis in n_best:
-                    hypothesis["text"], texts = texts[0].decode(), texts[1:]
-            if not return_details:
-                results = [n_best[0]["text"] for n_best in results]
-            return features["index"], results
-
-        if not sampler.compact_batch or decoding_threads == 1 or len(batches) == 1:
-            return list(in_original_order(map(translate_batch, batches)))
-        with concurrent.futures.ThreadPoolExecutor(decoding_threads) as threads:
-            return list(in_original_order(threads.map(translate_batch, batches)))
-
-    def _decode_function(self, sampler, jit_compile):
-        """`decode` with `sampler` as a `tf.function`, one per sampler configuration (kept:
-        each traces and compiles once per batch shape)."""
-        functions = self.__dict__.get("_decode_functions")
-        if functions is None:
-            functions = {}
-            object.__setattr__(self, "_decode_functions", functions)
-        config = sampler.get_config()
-        config.pop("name", None)
-        key = (json.dumps(config, sort_keys=True, default=str), bool(jit_compile))
-        if key not in functions:
-            # No autograph: decode has no Python control flow on tensors, and converting
-            # the layers' code would double the tracing time of each new batch shape.
-            functions[key] = tf.function(
-                lambda ids, length, shortlist_ids, **options: self.decode(
-                    ids, length, sampler, shortlist_ids=shortlist_ids, **options
-                ),
-                jit_compile=jit_compile,
-                autograph=False,
-            )
-        return functions[key]
 
     def export(self, filepath, sampler=None, **options):
         """Writes a SavedModel that translates raw text, for TF Serving or any TensorFlow.

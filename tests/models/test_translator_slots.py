@@ -6,7 +6,8 @@ import pytest
 
 from kerasnmt.data.lexical_shortlist import LexicalShortlist
 from kerasnmt.layers import BeamSampler
-from kerasnmt.models.translation import decoding_streams
+from kerasnmt.inference import decoding_streams, source_width_buckets
+from kerasnmt.inference.widths import width_of
 from tests.models.translator_fixtures import corpus, forbid_outside, tiny_translator
 
 # Long tests (training, exports, decoding): run first (tests/conftest.py).
@@ -62,8 +63,8 @@ def test_translate_refuses_a_bad_number_of_decoding_threads(threads):
 
 
 def test_decoding_streams_group_by_width_longest_first():
-    """Sentences regroup by source width bucket (multiples of 8: 8, 16, 24, 32), longest
-    first, at most `maximum_size` a stream, padded to the slots times a power of two."""
+    """Sentences regroup by source width bucket (8, 12, 16, 24, 32), longest first, at
+    most `maximum_size` a stream, padded to the slots times a power of two."""
     rng = np.random.default_rng(0)
     lengths = rng.integers(1, 30, size=40)
     batches = []
@@ -74,10 +75,12 @@ def test_decoding_streams_group_by_width_longest_first():
             ids[row, :n] = start + row + 1  # each sentence's ids name it
         batches.append({"index": np.arange(start, start + 8), "ids": ids,
                         "length": batch_lengths})
-    streams = decoding_streams(batches, num_slots=4, maximum_size=12)
+    buckets = source_width_buckets(256)
+    streams = decoding_streams(batches, num_slots=4, width_buckets=buckets, maximum_size=12)
+    assert sorted({stream["width"] for stream in streams}) == [8, 12, 16, 24, 32]
     seen = []
     for stream in streams:
-        widths = {-(-n // 8) * 8 for n in stream["length"]}
+        widths = {width_of(n, buckets) for n in stream["length"]}
         assert widths == {stream["width"]} and len(stream["index"]) <= 12
         assert list(stream["length"]) == sorted(stream["length"], reverse=True)
         assert stream["size"] in (4, 8, 12) and stream["size"] >= len(stream["index"])
@@ -104,12 +107,13 @@ def test_decoding_streams_fit_the_shortlist_width():
         ids[row, :n] = 10 + row
     ids[5, 0] = 99
     batch = {"index": np.arange(8), "ids": ids, "length": lengths}
-    streams = decoding_streams([batch], num_slots=2, maximum_size=4, shortlist=shortlist)
+    streams = decoding_streams([batch], num_slots=2, width_buckets=[8], maximum_size=4,
+                               shortlist=shortlist)
     assert [s["index"].tolist() for s in streams] == [[0, 1, 2], [3, 4], [5, 6, 7]]
     assert [bool(shortlist.padded_target_ids(s["ids"])[1]) for s in streams] == [
         True, True, False]
     assert [s["size"] for s in streams] == [4, 2, 4]
-    without = decoding_streams([batch], num_slots=2, maximum_size=4)
+    without = decoding_streams([batch], num_slots=2, width_buckets=[8], maximum_size=4)
     assert [s["index"].tolist() for s in without] == [[0, 1, 2, 3], [4, 5, 6, 7]]
     for row in ids:
         assert shortlist.target_id_set(row) == set(shortlist.target_ids([row]).numpy())

@@ -7,8 +7,9 @@ import tensorflow as tf
 
 from kerasnmt.data.lexical_shortlist import LexicalShortlist
 from kerasnmt.data.vocabulary import END_OF_SENTENCE_ID, START_OF_SENTENCE_ID
-from kerasnmt.layers import BeamSampler
-from kerasnmt.models.translation import bucket_source_width, hypotheses
+from kerasnmt.inference import hypothesis_texts, source_width_buckets
+from kerasnmt.inference.widths import width_of
+from kerasnmt.layers import BeamSampler, TranslationPreprocessor, WhitespaceTokenizer
 from tests.models.translator_fixtures import corpus, forbid_outside, tiny_translator
 
 # Long tests (training, exports, decoding): run first (tests/conftest.py).
@@ -232,31 +233,35 @@ def _assert_same_n_best(results, expected_results):
                 np.testing.assert_allclose(hypothesis[key], expected[key], atol=1e-5)
 
 
-def test_hypotheses_replace_unknown_tokens_from_real_source_positions_only():
+def test_hypothesis_texts_replace_unknown_tokens_from_real_source_positions_only():
     """A hand-made decode output: the unknown id 5 takes the most attended source token
     among the first `source_length` (the padding column has the largest weight)."""
     outputs = {
         "ids": tf.constant([[[3, 5, 5, 0]]]),
         "lengths": tf.constant([[3]]),
-        "scores": tf.constant([[-1.5]]),
-        "log_probs": tf.constant([[-2.0]]),
         "alignment": tf.constant([[[[0.1, 0.6, 0.3], [0.7, 0.2, 0.9], [0.1, 0.3, 0.95],
                                     [0.0, 0.0, 0.0]]]]),
     }
     vocabulary = ["<blank>", "<s>", "</s>", "X", "Y"]
-    source_tokens = np.array([[b"ein", b"Haus", b""]], dtype=object)
-    (n_best,) = hypotheses(outputs, 1, vocabulary, 5, source_tokens, np.array([2]))
-    assert n_best[0]["tokens"] == ["X", "ein", "Haus"]
-    assert (n_best[0]["score"], n_best[0]["log_prob"]) == (-1.5, -2.0)
-    np.testing.assert_allclose(n_best[0]["alignment"], [[0.1, 0.6], [0.7, 0.2], [0.1, 0.3]])
-    (n_best,) = hypotheses(outputs, 1, vocabulary, 5)
-    assert n_best[0]["tokens"] == ["X", "<unk>", "<unk>"] and "alignment" not in n_best[0]
+    preprocessor = TranslationPreprocessor(WhitespaceTokenizer(), WhitespaceTokenizer(),
+                                           ["<blank>", "<s>", "</s>", "ein", "Haus"], vocabulary)
+    texts = hypothesis_texts(preprocessor, outputs, tf.constant([2]),
+                             tf.constant([["ein", "Haus", ""]]), with_alignments=True)
+    assert texts["tokens"].numpy().tolist() == [[[b"X", b"ein", b"Haus"]]]
+    assert texts["texts"].numpy().tolist() == [[b"X ein Haus"]]
+    assert texts["token_counts"].numpy().tolist() == [[3]]
+    np.testing.assert_allclose(texts["alignments"][0, 0], [[0.1, 0.6], [0.7, 0.2], [0.1, 0.3]])
+    texts = hypothesis_texts(preprocessor, outputs, tf.constant([2]))
+    assert texts["texts"].numpy().tolist() == [[b"X <unk> <unk>"]] and "alignments" not in texts
 
 
-def test_bucket_source_width():
-    assert [bucket_source_width(n) for n in (0, 1, 16, 17, 40, 128, 129, 160, 161, 256, 257)] == [
-        16, 16, 16, 32, 48, 128, 160, 160, 192, 256, 320]
-    assert [bucket_source_width(n, minimum=8) for n in (1, 9, 64, 65)] == [8, 16, 64, 80]
+def test_source_width_buckets_two_a_doubling():
+    assert source_width_buckets(256) == [8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256]
+    assert source_width_buckets(100) == [8, 12, 16, 24, 32, 48, 64, 96, 100]
+    assert source_width_buckets(8) == [8] and source_width_buckets(5) == [5]
+    buckets = source_width_buckets(256)
+    assert [width_of(n, buckets) for n in (0, 1, 8, 9, 13, 17, 25, 33, 49, 200)] == [
+        8, 8, 8, 12, 16, 24, 32, 48, 64, 256]
 
 
 def test_decode_with_a_source_width_unknown_when_tracing():
@@ -264,12 +269,13 @@ def test_decode_with_a_source_width_unknown_when_tracing():
     in the graph, chosen by the actual width, with the static decode's results (traced
     for the static width)."""
     translator = tiny_translator(seed=1)
-    sampler = BeamSampler(beam_size=2, n_best=2, max_length=60)  # buckets: 16 (T=43), wider
+    # Widths 8 (T=27), 12 (35), 16 (43), 24 (59), then the sampler's 60 steps.
+    sampler = BeamSampler(beam_size=2, n_best=2, max_length=60)
     decode = tf.function(
         lambda ids, length: translator.decode(ids, length, sampler),
         input_signature=[tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None], tf.int32)],
     )
-    for width, steps in ((5, 43), (20, 60)):
+    for width, steps in ((5, 27), (20, 59), (30, 60)):
         ids = np.pad(SOURCE_IDS, [[0, 0], [0, width - 5]])
         expected = tf.function(lambda ids: translator.decode(ids, SOURCE_LENGTH, sampler))(ids)
         outputs = decode(ids, SOURCE_LENGTH)

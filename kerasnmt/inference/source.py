@@ -1,0 +1,42 @@
+"""Raw source text -> the padded ids the decoder reads, as every translation path does it."""
+
+import tensorflow as tf
+
+from kerasnmt.layers.preprocessing_layer import drop_padding_tokens
+
+
+def source_features(preprocessor, sentences, maximum_source_length):
+    """Tokenizes and looks up a batch of raw sentences, in graph or eagerly.
+
+    Bytes that are not UTF-8 become U+FFFD; each source is cut to its first
+    `maximum_source_length` tokens (a sentence of no token, empty or blank, has length 0).
+
+    Args:
+        preprocessor: a `TranslationPreprocessor`.
+        sentences: string `[B]`.
+        maximum_source_length: the most source tokens kept.
+
+    Returns:
+        `{"ids": int32 [B, S], "length": int32 [B], "tokens": string [B, S]}` (`S` the
+        longest kept length; ids padded with 0, tokens with `""`).
+
+    Examples:
+        >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
+        >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
+        >>> preprocessor = TranslationPreprocessor(
+        ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary)
+        >>> features = source_features(preprocessor, tf.constant(["a b a", " ", "b"]), 2)
+        >>> features["ids"].numpy().tolist(), features["length"].numpy().tolist()
+        ([[3, 4], [0, 0], [4, 0]], [2, 0, 1])
+    """
+    sentences = tf.strings.unicode_transcode(
+        sentences, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
+    )
+    tokens = drop_padding_tokens(preprocessor.source_tokenizer(sentences))
+    tokens = tokens[:, :maximum_source_length]
+    features = preprocessor.source_lookup(tokens)
+    return {
+        "ids": tf.cast(features["ids"], tf.int32),
+        "length": tf.cast(features["length"], tf.int32),
+        "tokens": tokens.to_tensor(""),
+    }

@@ -1,0 +1,177 @@
+"""`Translator.translate`: raw text in, detokenized text out, in input order, through the
+SavedModel's own pieces.
+
+Batch search runs `TranslateFunction.details`, the graph the SavedModel's signatures run,
+with one batch size (`batch_size`): the same request gives the same translations through
+both. With `BeamSampler(compact_batch=True)` each result is that of its sentence decoded
+alone, whatever the batch; the sentences of each source width then stream through
+decoding slots instead (`decoding_streams`), from the same source features, decode
+function, shortlist rule and text rule.
+"""
+
+import concurrent.futures
+import json
+
+import numpy as np
+import tensorflow as tf
+
+from kerasnmt.inference.decoding import decode_chunk, decode_function
+from kerasnmt.inference.source import source_features
+from kerasnmt.inference.streams import decoding_streams, pad_rows
+from kerasnmt.inference.text import hypothesis_texts
+from kerasnmt.inference.translate_function import TranslateFunction
+from kerasnmt.inference.widths import (
+    DEFAULT_LENGTH_OFFSET,
+    DEFAULT_LENGTH_RATIO,
+    DEFAULT_MAXIMUM_SOURCE_LENGTH,
+    source_width_buckets,
+)
+from kerasnmt.layers import BeamSampler
+
+# A call decodes the sentences of at most this many batches at once (bounds the memory of
+# the outputs; batch search groups sentences within a block).
+BLOCK_BATCHES = 64
+_SOURCE_SPEC = tf.TensorSpec([None], tf.string)
+
+
+def translate(translator, sentences, sampler=None, batch_size=32, return_details=False,
+              replace_unknown_target=False, jit_compile=True, shortlist=None,
+              decoding_threads=2, maximum_source_length=DEFAULT_MAXIMUM_SOURCE_LENGTH,
+              length_ratio=DEFAULT_LENGTH_RATIO, length_offset=DEFAULT_LENGTH_OFFSET):
+    """Translates `sentences` (a 1-D string array) with `translator`; see
+    `Translator.translate` for the arguments and results.
+
+    Examples:
+        >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
+        >>> from kerasnmt.models import Translator
+        >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
+        >>> translator = Translator(TranslationPreprocessor(
+        ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary),
+        ...     num_layers=1, num_units=8, num_heads=2, ffn_inner_dim=8)
+        >>> sampler = BeamSampler(beam_size=2, max_length=4)
+        >>> results = translate(translator, np.array(["a b", ""], object), sampler,
+        ...                     jit_compile=False, return_details=True)
+        >>> [len(n_best) for n_best in results], results[1][0]["text"], results[1][0]["score"]
+        ([1, 1], '', 0.0)
+    """
+    sampler = BeamSampler() if sampler is None else sampler
+    if isinstance(decoding_threads, bool) or not isinstance(decoding_threads, int) or (
+        decoding_threads < 1
+    ):
+        raise ValueError(f"Translator.translate: decoding_threads must be an int >= 1, got "
+                         f"{decoding_threads!r}")
+    alignment = bool(return_details or replace_unknown_target)
+    widths = source_width_buckets(maximum_source_length)
+    options = (json.dumps(_sampler_config(sampler), sort_keys=True, default=str),
+               bool(jit_compile), length_ratio, length_offset, alignment)
+    block = BLOCK_BATCHES * batch_size
+    if not sampler.compact_batch:
+        function = _cached(translator, ("batch", options, batch_size, maximum_source_length,
+                                        bool(replace_unknown_target), shortlist),
+                           lambda: tf.function(TranslateFunction(
+                               translator, sampler, maximum_source_length, widths,
+                               [batch_size], length_ratio, length_offset,
+                               replace_unknown_target, jit_compile, shortlist, alignment,
+                           ).details, input_signature=[_SOURCE_SPEC], autograph=False))
+        results = []
+        for start in range(0, len(sentences), block):
+            results += _python_results(function(sentences[start:start + block]),
+                                       return_details)
+        return results
+    features_of = _cached(translator, ("source", maximum_source_length), lambda: tf.function(
+        lambda source: source_features(translator.preprocessor, source, maximum_source_length),
+        input_signature=[_SOURCE_SPEC], autograph=False))
+    decode = _cached(translator, ("decode", options), lambda: decode_function(
+        translator, sampler, jit_compile, length_ratio, length_offset, alignment))
+    num_slots = max(1, batch_size // decoding_threads)
+
+    def translate_stream(stream):
+        count = len(stream["length"])
+        ids, length = pad_rows(stream["ids"], stream["length"], stream["size"], stream["width"])
+        outputs = decode_chunk(decode, tf.constant(ids), tf.constant(length), shortlist,
+                               num_slots=num_slots, num_examples=tf.constant(count))
+        outputs = {key: value[:count] for key, value in outputs.items()}
+        details = hypothesis_texts(
+            translator.preprocessor, outputs, tf.constant(stream["length"]),
+            tf.constant(stream["tokens"]) if replace_unknown_target else None, alignment,
+        )
+        details.update(scores=outputs["scores"], log_probs=outputs["log_probs"],
+                       source_length=stream["length"])
+        return stream["index"], _python_results(details, return_details)
+
+    results = [None] * len(sentences)
+    for start in range(0, len(sentences), block):
+        features = {key: value.numpy()
+                    for key, value in features_of(sentences[start:start + block]).items()}
+        features["index"] = start + np.arange(len(features["length"]))
+        empty = features["length"] == 0
+        for index in features["index"][empty]:  # nothing to translate: "" with score 0
+            results[index] = _python_results(_empty_details(sampler.n_best), return_details)[0]
+        streams = decoding_streams([{key: value[~empty] for key, value in features.items()}],
+                                   num_slots, widths, shortlist=shortlist)
+        if decoding_threads == 1 or len(streams) <= 1:
+            decoded = map(translate_stream, streams)
+        else:
+            with concurrent.futures.ThreadPoolExecutor(decoding_threads) as threads:
+                decoded = list(threads.map(translate_stream, streams))
+        for indices, stream_results in decoded:
+            for index, result in zip(indices.tolist(), stream_results):
+                results[index] = result
+    return results
+
+
+def _sampler_config(sampler):
+    config = sampler.get_config()
+    config.pop("name", None)
+    return config
+
+
+def _cached(translator, key, build):
+    """The function `build()` made for `key`, kept on the translator: each traces (and
+    compiles) once per shape, for every later call."""
+    functions = translator.__dict__.get("_translate_functions")
+    if functions is None:
+        functions = {}
+        object.__setattr__(translator, "_translate_functions", functions)
+    if key not in functions:
+        functions[key] = build()
+    return functions[key]
+
+
+def _empty_details(n_best):
+    """`details` of one sentence without tokens."""
+    return {
+        "texts": np.full([1, n_best], b"", object),
+        "tokens": np.zeros([1, n_best, 0], object),
+        "token_counts": np.zeros([1, n_best], np.int64),
+        "scores": np.zeros([1, n_best], np.float32),
+        "log_probs": np.zeros([1, n_best], np.float32),
+        "alignments": np.zeros([1, n_best, 0, 0], np.float32),
+        "source_length": np.zeros([1], np.int32),
+    }
+
+
+def _python_results(details, return_details):
+    """`TranslateFunction.details`-like tensors -> one string per sentence or, with
+    `return_details`, one list per sentence of n-best dicts."""
+    details = {key: np.asarray(value) for key, value in details.items()}
+    texts = details["texts"]
+    if not return_details:
+        return [row[0].decode("utf-8") for row in texts]
+    results = []
+    for i in range(texts.shape[0]):
+        n_best = []
+        for k in range(texts.shape[1]):
+            count = int(details["token_counts"][i, k])
+            hypothesis = {
+                "text": texts[i, k].decode("utf-8"),
+                "tokens": [token.decode("utf-8") for token in details["tokens"][i, k, :count]],
+                "score": float(details["scores"][i, k]),
+                "log_prob": float(details["log_probs"][i, k]),
+            }
+            if "alignments" in details:
+                hypothesis["alignment"] = details["alignments"][
+                    i, k, :count, : details["source_length"][i]]
+            n_best.append(hypothesis)
+        results.append(n_best)
+    return results

@@ -1,0 +1,212 @@
+"""Text in, translations out, in one graph: what the SavedModel's signatures run and what
+`Translator.translate` calls for batch search.
+
+1. `source_features`: valid UTF-8, tokens, cut to `maximum_source_length`, ids;
+2. each sentence padded to the smallest of `width_buckets` that holds it; the sentences of
+   each width, longest first, padded to the smallest of `batch_size_buckets` that holds
+   them (more go through in chunks of the largest; added rows repeat the shortest, so they
+   never lengthen the decoding); the widths' decodings run concurrently, one traced
+   `decode` per width (`decode_function`, over the chunk's shortlist when it fits);
+3. a sentence of no token translates to `""` with score 0 (the model has nothing to
+   attend to: what it would produce depends on the padding around it);
+4. `hypothesis_texts`: ids to text, unknown tokens replaced, alignments.
+"""
+
+import tensorflow as tf
+
+from kerasnmt.inference.decoding import decode_chunk, decode_function
+from kerasnmt.inference.source import source_features
+from kerasnmt.inference.text import hypothesis_texts, longest
+from kerasnmt.inference.widths import bucket_index
+
+
+class TranslateFunction:
+    """The translation graph of one model and one set of decoding options.
+
+    Args:
+        translator: a `kerasnmt.Translator`.
+        sampler: a `BeamSampler`.
+        maximum_source_length: sources are cut to their first this many tokens.
+        width_buckets: the source widths decoded (`source_width_buckets`), the last
+            `maximum_source_length`.
+        batch_size_buckets: the row counts decoded.
+        length_ratio, length_offset: the decoding length limit (`kerasnmt.inference.widths`).
+        replace_unknown_target: replace each unknown target token by the source token it
+            attends to most.
+        jit_compile: XLA-compile the decoding.
+        shortlist: a `LexicalShortlist`, or None.
+        alignment: record the attention of each target token (needed by alignments and
+            unknown replacement; decoding is faster without).
+
+    Examples:
+        >>> from kerasnmt.layers import BeamSampler, TranslationPreprocessor, WhitespaceTokenizer
+        >>> from kerasnmt.models import Translator
+        >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
+        >>> translator = Translator(TranslationPreprocessor(
+        ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary),
+        ...     num_layers=1, num_units=8, num_heads=2, ffn_inner_dim=8)
+        >>> function = TranslateFunction(
+        ...     translator, BeamSampler(beam_size=2, max_length=6), 8, [8], [4], 2.0, 10,
+        ...     replace_unknown_target=False, jit_compile=False, shortlist=None)
+        >>> outputs = function.serving_default(tf.constant(["a b", " "]))
+        >>> outputs["translation"].shape, outputs["translation"][1].numpy(), float(outputs["score"][1])
+        (TensorShape([2]), b'', 0.0)
+    """
+
+    def __init__(self, translator, sampler, maximum_source_length, width_buckets,
+                 batch_size_buckets, length_ratio, length_offset, replace_unknown_target,
+                 jit_compile, shortlist, alignment=False):
+        self.preprocessor = translator.preprocessor
+        self.sampler = sampler
+        self.maximum_source_length = maximum_source_length
+        self.width_buckets = list(width_buckets)
+        self.batch_size_buckets = list(batch_size_buckets)
+        self.replace_unknown_target = replace_unknown_target
+        self.shortlist = shortlist
+        # The decode outputs "alignment" exactly when it records attention.
+        self.alignment = bool(alignment or replace_unknown_target or sampler.coverage_penalty)
+        self.decode = decode_function(translator, sampler, jit_compile, length_ratio,
+                                      length_offset, self.alignment)
+
+    def hypotheses(self, source):
+        """`[B]` strings -> the decode outputs (`[B, n, ...]`) and the source features."""
+        features = source_features(self.preprocessor, source, self.maximum_source_length)
+        length = features["length"]
+        outputs = self._decode_by_width(features["ids"], length)
+        empty = tf.equal(length, 0)
+        outputs = {
+            key: tf.where(
+                tf.reshape(empty, tf.concat([[-1], tf.ones([tf.rank(value) - 1], tf.int32)], 0)),
+                tf.zeros_like(value),
+                value,
+            )
+            for key, value in outputs.items()
+        }
+        return outputs, features
+
+    def _texts(self, outputs, features, with_alignments):
+        return hypothesis_texts(
+            self.preprocessor, outputs, features["length"],
+            features["tokens"] if self.replace_unknown_target else None, with_alignments,
+        )
+
+    def serving_default(self, source):
+        outputs, features = self.hypotheses(source)
+        best = {key: value[:, :1] for key, value in outputs.items()}
+        texts = self._texts(best, features, False)["texts"]
+        return {"translation": texts[:, 0], "score": outputs["scores"][:, 0]}
+
+    def n_best(self, source, with_alignments):
+        outputs, features = self.hypotheses(source)
+        texts = self._texts(outputs, features, with_alignments)
+        result = {
+            "translations": texts["texts"],
+            "scores": outputs["scores"],
+            "log_probs": outputs["log_probs"],
+        }
+        if with_alignments:
+            result["alignments"] = texts["alignments"]
+        return result
+
+    def details(self, source):
+        """Everything `Translator.translate` returns, as tensors (never a signature):
+        `texts`, `tokens`, `token_counts`, `scores`, `log_probs`, `source_length`, and
+        `alignments` when the function records them."""
+        outputs, features = self.hypotheses(source)
+        result = self._texts(outputs, features, self.alignment)
+        result.update(scores=outputs["scores"], log_probs=outputs["log_probs"],
+                      source_length=features["length"])
+        return result
+
+    def _decode_by_width(self, ids, length):
+        """Decodes each sentence at the smallest source width that holds it: the sentences
+        of each width bucket together (longest first), the buckets' decodings concurrently;
+        the outputs come back in input order, their steps and source positions padded to
+        the widest bucket's."""
+        buckets = self.width_buckets
+        bucket = bucket_index(tf.maximum(length, 1), buckets)
+        rows_by_width = []
+        for index, width in enumerate(buckets):
+            rows = tf.reshape(tf.where(tf.equal(bucket, index)), [-1])
+            order = tf.argsort(tf.gather(length, rows), direction="DESCENDING", stable=True)
+            rows_by_width.append((tf.cast(tf.gather(rows, order), tf.int32), width))
+
+        def decoded(rows, width):
+            count = tf.size(rows)
+            return tf.cond(
+                count > 0,
+                lambda: self._decode_width(tf.gather(ids, rows)[:, :width],
+                                           tf.gather(length, rows), count, width),
+                self._no_outputs,
+            )
+
+        groups = [decoded(rows, width) for rows, width in rows_by_width]
+        steps = longest(tf.stack([tf.shape(group["ids"])[2] for group in groups]))
+        if self.alignment:
+            width = longest(tf.stack([tf.shape(group["alignment"])[3] for group in groups]))
+
+        def padded(key, tensor):  # steps (and source positions) to the widest group's
+            padding = [[0, 0], [0, 0]]
+            if key in ("ids", "alignment"):
+                padding.append([0, steps - tf.shape(tensor)[2]])
+            if key == "alignment":
+                padding.append([0, width - tf.shape(tensor)[3]])
+            return tf.pad(tensor, padding)
+
+        order = tf.concat([rows for rows, _ in rows_by_width], 0)
+        input_order = tf.math.invert_permutation(order)
+        return {
+            key: tf.gather(tf.concat([padded(key, group[key]) for group in groups], 0),
+                           input_order)
+            for key in groups[0]
+        }
+
+    def _no_outputs(self):
+        """The decode outputs of no sentence (a width bucket no sentence falls in)."""
+        n_best = self.sampler.n_best
+        outputs = {
+            "ids": tf.zeros([0, n_best, 0], tf.int32),
+            "lengths": tf.zeros([0, n_best], tf.int32),
+            "log_probs": tf.zeros([0, n_best]),
+            "scores": tf.zeros([0, n_best]),
+        }
+        if self.alignment:
+            outputs["alignment"] = tf.zeros([0, n_best, 0, 0])
+        return outputs
+
+    def _decode_width(self, ids, length, batch_size, width):
+        """Decodes `[B, <=width]` ids (`B >= 1`) padded to `width`, in chunks of a batch
+        bucket."""
+        ids = tf.ensure_shape(tf.pad(ids, [[0, 0], [0, width - tf.shape(ids)[1]]]),
+                              [None, width])
+        fitting = tf.minimum(batch_size, self.batch_size_buckets[-1])
+        chunk = tf.gather(self.batch_size_buckets,
+                          bucket_index(fitting, self.batch_size_buckets))
+        num_chunks = (batch_size + chunk - 1) // chunk
+        rows = tf.minimum(tf.range(num_chunks * chunk), batch_size - 1)
+        chunked_ids = tf.reshape(tf.gather(ids, rows), [num_chunks, chunk, width])
+        chunked_length = tf.reshape(tf.gather(length, rows), [num_chunks, chunk])
+        outputs = tf.map_fn(
+            lambda inputs: decode_chunk(self.decode, *inputs, shortlist=self.shortlist),
+            (chunked_ids, chunked_length),
+            fn_output_signature=self._output_signature(width),
+            parallel_iterations=1,
+        )
+
+        def unchunk(tensor):
+            shape = tf.concat([[num_chunks * chunk], tf.shape(tensor)[2:]], 0)
+            return tf.reshape(tensor, shape)[:batch_size]
+
+        return {key: unchunk(value) for key, value in outputs.items()}
+
+    def _output_signature(self, width):
+        scores = tf.TensorSpec([None, None], tf.float32)
+        signature = {
+            "ids": tf.TensorSpec([None, None, None], tf.int32),
+            "lengths": tf.TensorSpec([None, None], tf.int32),
+            "log_probs": scores,
+            "scores": scores,
+        }
+        if self.alignment:
+            signature["alignment"] = tf.TensorSpec([None, None, None, width], tf.float32)
+        return signature
