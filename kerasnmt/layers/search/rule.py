@@ -65,7 +65,7 @@ class SearchRule:
 
     @property
     def candidates_per_row(self):
-        """The best words of each row that are scored (0: all of them)."""
+        """How many of each row's best words are scored (0: all of them)."""
         raise NotImplementedError
 
     def choose(self, scores, seed=None, seed_step=None):
@@ -83,6 +83,7 @@ class SearchRule:
         return None
 
     def check_vocabulary_size(self, vocab_size):
+        """Refuses logits whose vocabulary size (last dimension) the rule cannot search."""
         if vocab_size is None:
             raise ValueError("BeamSampler: step_fn must return logits with a static last "
                              "dimension (the vocabulary size)")
