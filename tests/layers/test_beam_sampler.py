@@ -22,7 +22,7 @@ import tensorflow as tf
 from kerasnmt.layers import BeamSampler
 from kerasnmt.layers import beam_sampler
 from kerasnmt.layers import gather_tree as gather_tree_module
-from kerasnmt.layers.beam_sampler import top_k_by_chunks
+from kerasnmt.layers.search.top_k_by_chunks import top_k_by_chunks
 from kerasnmt.layers.gather_tree import gather_tree
 
 END = 2

@@ -1,0 +1,31 @@
+"""The parts of `kerasnmt.layers.BeamSampler`: the search rules (one step of a search)
+and the loops that run them.
+
+- `SearchRule` (`rule.py`), with `BeamRanking` (`beam.py`), `Greedy` (`greedy.py`) and
+  `TopKSampling` (`top_k.py`); the score's parts are in `scoring.py`.
+- `PlainLoop` (`plain_loop.py`), `CompactingLoop` (`compacting_loop.py`) and `SlotLoop`
+  (`slot_loop.py`).
+
+Example:
+    >>> rule = TopKSampling(beam_size=1, top_k=10, temperature=0.8, seed=3)
+    >>> rule.candidates_per_row  # the best words of each row that are scored
+    10
+"""
+
+from kerasnmt.layers.search.beam import BeamRanking
+from kerasnmt.layers.search.compacting_loop import CompactingLoop
+from kerasnmt.layers.search.greedy import Greedy
+from kerasnmt.layers.search.plain_loop import PlainLoop
+from kerasnmt.layers.search.rule import SearchRule
+from kerasnmt.layers.search.slot_loop import SlotLoop
+from kerasnmt.layers.search.top_k import TopKSampling
+
+__all__ = [
+    "BeamRanking",
+    "CompactingLoop",
+    "Greedy",
+    "PlainLoop",
+    "SearchRule",
+    "SlotLoop",
+    "TopKSampling",
+]

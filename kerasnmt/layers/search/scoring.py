@@ -1,0 +1,93 @@
+"""The parts of a step's candidate scores: `</s>` forced or forbidden, the length and
+coverage penalties (Wu et al., 2016), and the candidates worth scoring.
+
+A candidate continues hypothesis `h` with word `w`; its score is
+
+    (cum_log_prob(h) + log_prob(w | h)) / length_penalty_divisor(h)
+    + coverage_penalty(h)   (only where it applies)
+
+Every term but `log_prob(w | h)` is the same for the whole row of `h`, so a row's scores
+rise with its logits and an example's best candidates are among the best logits of each
+of its rows: only those are scored (`row_candidates`), and the vocabulary is read a few
+times per row (maxima, then the sum of exponentials), instead of materializing
+`[rows, V]` scores and ranking `beam_size * V` of them.
+
+Example:
+    >>> import tensorflow as tf
+    >>> # length 6 + the new token, and a finished hypothesis of length 7 (frozen):
+    >>> # ((5 + 7) / 6) ** 1.0 = 2.0 for both.
+    >>> divisor = length_penalty_divisor(tf.constant([6, 7]), tf.constant([False, True]),
+    ...                                  length_penalty=1.0, freeze_finished_scores=True)
+    >>> divisor.numpy().tolist()
+    [[2.0], [2.0]]
+"""
+
+import tensorflow as tf
+
+from kerasnmt.layers.search.top_k_by_chunks import top_k_by_chunks
+
+# OpenNMT-tf adds this to the </s> logit while `step < min_length`.
+END_PENALTY_BEFORE_MIN_LENGTH = -1e7
+
+
+def force_or_forbid_end(logits, step, finished, end_id, min_length):
+    """Finished rows emit </s> with probability 1; before min_length </s> gets -1e7.
+
+    `step` is the step of every row (a scalar) or of each row (`[rows]`)."""
+    vocab_size = logits.shape[-1]
+    end_logits = tf.one_hot(
+        end_id, vocab_size, on_value=logits.dtype.max, off_value=logits.dtype.min
+    )
+
+    def force_end_for_finished():
+        return tf.where(finished[:, tf.newaxis], end_logits[tf.newaxis], logits)
+
+    if min_length == 0:
+        return force_end_for_finished()
+    penalized = lambda: logits + tf.one_hot(  # noqa: E731
+        end_id, vocab_size, on_value=END_PENALTY_BEFORE_MIN_LENGTH
+    )
+    if step.shape.rank == 1:  # a step per row
+        before_min_length = (step < min_length)[:, tf.newaxis]
+        return tf.where(before_min_length, penalized(), force_end_for_finished())
+    return tf.cond(step < min_length, penalized, force_end_for_finished)
+
+
+def length_penalty_divisor(lengths, finished, length_penalty, freeze_finished_scores):
+    """`((5 + length) / 6) ** length_penalty`, `[rows, 1]` (1.0 when `length_penalty` is
+    0), where `length` counts the new token: OpenNMT-tf's `length + 1` also for finished
+    rows, unless `freeze_finished_scores` keeps their own length."""
+    if length_penalty == 0:
+        return 1.0
+    if freeze_finished_scores:
+        lengths = tf.where(finished, lengths, lengths + 1)
+    else:
+        lengths = lengths + 1
+    return tf.pow((5.0 + tf.cast(lengths[:, tf.newaxis], tf.float32)) / 6.0, length_penalty)
+
+
+def coverage_penalty(accumulated_attention, weight):
+    """`weight * sum_s log(min(accumulated_attention_s, 1))`, `[rows, 1]`; source positions
+    never attended (0) count as 1, i.e. no penalty."""
+    return weight * tf.reduce_sum(
+        tf.math.log(tf.minimum(
+            tf.where(tf.equal(accumulated_attention, 0.0), 1.0, accumulated_attention),
+            1.0,
+        )),
+        axis=1,
+        keepdims=True,
+    )
+
+
+def row_candidates(ranking_logits, logits, count):
+    """The words of each row that can be chosen, `[rows, count]`, and their `logits`: the
+    `count` best by `ranking_logits` (an increasing function of the row's scores), or all
+    of them when `count` is 0 or at least the vocabulary size."""
+    vocab_size = logits.shape[-1]
+    if count == 0 or count >= vocab_size:
+        word_ids = tf.broadcast_to(tf.range(vocab_size), tf.shape(logits))
+        return word_ids, logits
+    ranking_values, word_ids = top_k_by_chunks(ranking_logits, count)
+    if ranking_logits is logits:
+        return word_ids, ranking_values
+    return word_ids, tf.gather(logits, word_ids, batch_dims=1)

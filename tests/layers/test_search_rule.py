@@ -1,0 +1,84 @@
+"""The search rules used on their own, step by step, against values computed by hand."""
+
+import math
+
+import numpy as np
+import tensorflow as tf
+
+from kerasnmt.layers.search import BeamRanking, Greedy, TopKSampling
+
+END = 0
+
+
+def test_beam_ranking_two_steps_with_a_length_penalty_by_hand():
+    """Beam 2, alpha 1: the first step extends the only live hypothesis (length 1, divisor
+    1); at the second (length 2, divisor 7 / 6) the first hypothesis ends (0.7 * 0.8) and
+    the second goes on (0.2 * 0.5), ahead of the first one's other words (0.7 * 0.1)."""
+    rule = BeamRanking(beam_size=2, length_penalty=1.0)
+    hypotheses = rule.first_hypotheses(tf.constant([1, 1]), num_examples=1)
+    probs = tf.constant([[0.1, 0.2, 0.7], [0.1, 0.2, 0.7]])
+    hypotheses, word_ids, beam_ids, _ = rule.advance(
+        hypotheses, tf.math.log(probs), None, tf.constant(END), step=tf.constant(0))
+    assert word_ids.numpy().tolist() == [2, 1] and beam_ids.numpy().tolist() == [0, 0]
+    np.testing.assert_allclose(hypotheses["log_probs"], np.log([0.7, 0.2]), rtol=1e-6)
+    np.testing.assert_allclose(hypotheses["scores"], np.log([0.7, 0.2]), rtol=1e-6)
+
+    probs = tf.constant([[0.8, 0.1, 0.1], [0.1, 0.5, 0.4]])
+    hypotheses, word_ids, beam_ids, _ = rule.advance(
+        hypotheses, tf.math.log(probs), None, tf.constant(END), step=tf.constant(1))
+    assert word_ids.numpy().tolist() == [END, 1] and beam_ids.numpy().tolist() == [0, 1]
+    expected = [math.log(0.7 * 0.8), math.log(0.2 * 0.5)]
+    np.testing.assert_allclose(hypotheses["log_probs"], expected, rtol=1e-6)
+    np.testing.assert_allclose(hypotheses["scores"], np.divide(expected, 7 / 6), rtol=1e-6)
+    assert hypotheses["finished"].numpy().tolist() == [True, False]
+    assert hypotheses["lengths"].numpy().tolist() == [2, 2]
+    assert rule.examples_done(hypotheses).numpy().tolist() == [False]
+    assert BeamRanking(beam_size=2, early_exit=True).examples_done(
+        hypotheses).numpy().tolist() == [True]
+
+
+def test_a_finished_hypothesis_emits_end_and_keeps_its_log_prob():
+    rule = Greedy(min_length=0)
+    hypotheses = rule.first_hypotheses(tf.constant([1]), num_examples=1)
+    hypotheses["finished"] = tf.constant([True])
+    hypotheses["log_probs"] = hypotheses["scores"] = tf.constant([-1.5])
+    hypotheses["lengths"] = tf.constant([3])
+    hypotheses, word_ids, _, _ = rule.advance(
+        hypotheses, tf.constant([[0.0, 9.0, 1.0]]), None, tf.constant(END), tf.constant(4))
+    assert word_ids.numpy().tolist() == [END]
+    assert hypotheses["log_probs"].numpy().tolist() == [-1.5]
+    assert hypotheses["lengths"].numpy().tolist() == [3]
+
+
+def test_greedy_takes_the_best_word_and_forbids_end_before_min_length():
+    rule = Greedy(min_length=1, length_penalty=1.0)
+    logits = tf.math.log([[0.6, 0.3, 0.1]])
+    hypotheses = rule.first_hypotheses(tf.constant([1]), num_examples=1)
+    next_hypotheses, word_ids, _, _ = rule.advance(hypotheses, logits, None,
+                                                   tf.constant(END), tf.constant(0))
+    assert word_ids.numpy().tolist() == [1]  # </s> gets -1e7 at step 0
+    np.testing.assert_allclose(next_hypotheses["log_probs"], [math.log(0.3 / 0.4)],
+                               rtol=1e-6)
+
+    hypotheses["log_probs"] = hypotheses["scores"] = tf.constant([-2.0])
+    hypotheses["lengths"] = tf.constant([2])
+    next_hypotheses, word_ids, _, _ = rule.advance(hypotheses, logits, None,
+                                                   tf.constant(END), tf.constant(2))
+    assert word_ids.numpy().tolist() == [END]
+    expected = -2.0 + math.log(0.6)
+    np.testing.assert_allclose(next_hypotheses["log_probs"], [expected], rtol=1e-6)
+    np.testing.assert_allclose(next_hypotheses["scores"], [expected / (8 / 6)], rtol=1e-6)
+
+
+def test_top_k_sampling_draws_among_the_top_k_reproducibly():
+    rule = TopKSampling(beam_size=3, top_k=2, temperature=0.5, seed=4)
+    logits = tf.math.log([[0.05, 0.1, 0.15, 0.3, 0.4]] * 3)
+    for step in range(5):
+        draws = []
+        for _ in range(2):
+            hypotheses = rule.first_hypotheses(tf.constant([1, 1, 1]), num_examples=1)
+            _, word_ids, _, _ = rule.advance(hypotheses, logits, None, tf.constant(END),
+                                             tf.constant(step), seed=rule.base_seed(),
+                                             seed_step=tf.constant(step))
+            draws.append(word_ids.numpy().tolist())
+        assert draws[0] == draws[1] and set(draws[0]) <= {3, 4}
