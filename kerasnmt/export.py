@@ -45,10 +45,9 @@ import tempfile
 import keras
 import tensorflow as tf
 
-from kerasnmt.data.vocabulary import PADDING_ID, START_OF_SENTENCE_ID
+from kerasnmt.data.vocabulary import PADDING_ID, START_OF_SENTENCE_ID, UNKNOWN_TOKEN
 from kerasnmt.layers import BeamSampler
 from kerasnmt.layers.preprocessing_layer import drop_padding_tokens
-from kerasnmt.layers.vocab_lookup import UNKNOWN_TOKEN
 
 SERVING_SIGNATURE = "serving_default"
 N_BEST_SIGNATURE = "n_best"

@@ -3,9 +3,8 @@
 import numpy as np
 import tensorflow as tf
 
-from kerasnmt.data.vocabulary import PADDING_ID, START_OF_SENTENCE_ID
+from kerasnmt.data.vocabulary import PADDING_ID, START_OF_SENTENCE_ID, UNKNOWN_TOKEN
 from kerasnmt.layers.preprocessing_layer import drop_padding_tokens
-from kerasnmt.layers.vocab_lookup import UNKNOWN_TOKEN
 
 
 def decoding_length_limit(source_length, sampler, length_ratio, length_offset):
