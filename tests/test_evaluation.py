@@ -1,9 +1,7 @@
-import doctest
 import math
 
 import pytest
 
-from kerasnmt import evaluation
 from kerasnmt.evaluation import (
     lowercase_and_moses_tokenize,
     score_files,
@@ -235,11 +233,6 @@ def test_score_files(tmp_path):
     references.write_bytes(b"the cat\n\xff\xfe broken\n")
     with pytest.raises(ValueError, match=r"ref.de, line 2: not valid UTF-8"):
         score_files(hypotheses, references)
-
-
-def test_docstring_examples_run():
-    results = doctest.testmod(evaluation, optionflags=doctest.ELLIPSIS)
-    assert results.attempted > 0 and results.failed == 0
 
 
 def test_evaluate_command(tmp_path, capsys):

@@ -1,7 +1,6 @@
 """`kerasnmt export` and `kerasnmt translate` on a tiny trained run."""
 
 import contextlib
-import doctest
 import io
 import os
 
@@ -292,10 +291,6 @@ def test_usage_and_input_errors(trained_run, capsys, tmp_path):
     status, out, err = run_cli(capsys, "export", tmp_path / "y", "--config", other_path)
     assert status == 2 and "does not match the model of the configuration" in err
     assert not (tmp_path / "y").exists()
-
-
-def test_format_hypothesis_examples():
-    assert doctest.testmod(cli, verbose=False).failed == 0
 
 
 def test_alignments_from_the_checkpoint_and_the_saved_model(trained_run, exported_run, capsys):

@@ -1,6 +1,5 @@
 """`kerasnmt train` / `kerasnmt.training_run.train` and `kerasnmt average-checkpoints`."""
 
-import doctest
 import functools
 import glob
 import os
@@ -606,10 +605,6 @@ def test_a_run_stopped_by_its_time_limit_resumes_evaluating_at_multiples_of_eval
 def test_early_stop_is_opennmt_tfs_condition(values, steps, min_improvement, higher_is_better,
                                                expected):
     assert early_stop(values, steps, min_improvement, higher_is_better) is expected
-
-
-def test_docstring_examples_run():
-    assert doctest.testmod(training_run).failed == 0
 
 
 def test_the_sampler_takes_the_decoding_options_of_params(run_dir):

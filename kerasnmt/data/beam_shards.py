@@ -51,6 +51,24 @@ def write_shards_with_beam(
 
     Returns:
         The path of the index file.
+
+    Examples:
+        >>> import os, tempfile
+        >>> from kerasnmt.data.shards import read_shards
+        >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
+        >>> directory = tempfile.mkdtemp()
+        >>> for name, text in (("src", "a b\\nb\\n"), ("tgt", "b\\na a\\n")):
+        ...     with open(os.path.join(directory, name), "w") as file:
+        ...         _ = file.write(text)
+        >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
+        >>> preprocessor = TranslationPreprocessor(
+        ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary)
+        >>> index = write_shards_with_beam(
+        ...     os.path.join(directory, "src"), os.path.join(directory, "tgt"), preprocessor,
+        ...     os.path.join(directory, "shards"), num_shards=2, seed=None)
+        >>> [(f["ids"].tolist(), l["ids_out"].tolist())
+        ...  for f, l in read_shards(index).as_numpy_iterator()]
+        [([3, 4], [4, 2]), ([4], [3, 3, 2])]
     """
     tasks, index, index_path = plan_shards(
         source_file, target_file, preprocessor, output_dir, name, alignment_file, num_shards, seed

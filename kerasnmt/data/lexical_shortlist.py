@@ -19,8 +19,7 @@ import tensorflow as tf
 
 from kerasnmt.data.result_file import result_file
 from kerasnmt.data.text_files import CorpusError, read_line_aligned, read_lines
-from kerasnmt.data.vocabulary import END_OF_SENTENCE_ID, PADDING_ID
-from kerasnmt.layers.vocab_lookup import UNKNOWN_TOKEN
+from kerasnmt.data.vocabulary import END_OF_SENTENCE_ID, PADDING_ID, UNKNOWN_TOKEN
 
 # Ids 0, 1, 2 (<blank>, <s>, </s>) are always in a batch's shortlist, so </s> keeps its id.
 _ALWAYS_IDS = tuple(range(END_OF_SENTENCE_ID + 1))

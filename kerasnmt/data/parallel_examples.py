@@ -31,6 +31,21 @@ def check_alignment_lines(lines, num_source_tokens, num_target_tokens, path, lin
         `tf.constant(True)` once the lines are checked; use it as a control dependency.
         Running it raises `tf.errors.InvalidArgumentError` on the first line (of the
         chunk) with a malformed pair or an index outside its sentences.
+
+    Examples:
+        >>> import tensorflow as tf
+        >>> def check(lines):
+        ...     return check_alignment_lines(
+        ...         tf.constant(lines), num_source_tokens=tf.constant([2, 2]),
+        ...         num_target_tokens=tf.constant([2, 2]), path="train.align",
+        ...         line_numbers=tf.constant([1, 2]))
+        >>> bool(check(["0-0 1-1", "1-0"]))
+        True
+        >>> try:
+        ...     check(["0-0 1-1", "0-0 2-0"])
+        ... except tf.errors.InvalidArgumentError as error:
+        ...     print(error.message)
+        Expected ...train.align, line 2: alignment index out of range: ...; got line: 0-0 2-0'
     """
     pairs = tf.strings.split(lines)
     flat_pairs, rows = pairs.flat_values, pairs.value_rowids()
@@ -89,6 +104,21 @@ def chunk_preprocessor(preprocessor, alignment_path=None):
         A function for `tf.data.Dataset.map` over chunks that returns padded
         `(features, labels)` chunks; with an alignment file, the alignment lines are
         checked first (`check_alignment_lines`).
+
+    Examples:
+        >>> import tensorflow as tf
+        >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
+        >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
+        >>> preprocessor = TranslationPreprocessor(
+        ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary)
+        >>> lines = tf.data.Dataset.from_tensor_slices(
+        ...     ([1, 2], ["a b", "b"], ["b", "a a"], ["0-0 1-0", "0-1"]))
+        >>> chunks = lines.batch(2).map(chunk_preprocessor(preprocessor, "train.align"))
+        >>> features, labels = chunks.get_single_element()
+        >>> features["ids"].numpy().tolist(), labels["ids_out"].numpy().tolist()
+        ([[3, 4], [4, 0]], [[4, 2, 0], [3, 3, 2]])
+        >>> labels["alignment"].numpy().tolist()  # [chunk, target tokens, source tokens]
+        [[[1.0, 1.0], [0.0, 0.0]], [[0.0, 0.0], [1.0, 0.0]]]
     """
     if alignment_path is None:
         return lambda line_numbers, sources, targets: preprocessor(sources, targets)

@@ -1,7 +1,8 @@
 """OpenNMT-format vocabulary files: one token a line, starting with `<blank>`, `<s>`, `</s>`.
 
-The unknown token has no line of its own: it gets the id equal to the number of tokens
-in the file (one out-of-vocabulary bucket), as in OpenNMT-tf.
+The unknown token (`UNKNOWN_TOKEN`, written back as `<unk>`) has no line of its own: it
+gets the id equal to the number of tokens in the file (one out-of-vocabulary bucket), as
+in OpenNMT-tf.
 """
 
 from kerasnmt.data.result_file import result_file
@@ -11,6 +12,7 @@ START_OF_SENTENCE_TOKEN = "<s>"
 END_OF_SENTENCE_TOKEN = "</s>"
 SPECIAL_TOKENS = (PADDING_TOKEN, START_OF_SENTENCE_TOKEN, END_OF_SENTENCE_TOKEN)
 PADDING_ID, START_OF_SENTENCE_ID, END_OF_SENTENCE_ID = 0, 1, 2
+UNKNOWN_TOKEN = "<unk>"
 
 
 class VocabularyError(ValueError):

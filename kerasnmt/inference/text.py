@@ -2,8 +2,7 @@
 
 import tensorflow as tf
 
-from kerasnmt.data.vocabulary import PADDING_ID, START_OF_SENTENCE_ID
-from kerasnmt.layers.vocab_lookup import UNKNOWN_TOKEN
+from kerasnmt.data.vocabulary import PADDING_ID, START_OF_SENTENCE_ID, UNKNOWN_TOKEN
 
 
 def longest(values):

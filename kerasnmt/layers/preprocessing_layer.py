@@ -13,6 +13,14 @@ class PreprocessingLayer(keras.layers.Layer):
 
     Args:
         **kwargs: passed to `keras.layers.Layer` (e.g. `name`).
+
+    Examples:
+        >>> import tensorflow as tf
+        >>> class Lowercase(PreprocessingLayer):
+        ...     def call(self, text):
+        ...         return tf.strings.lower(tf.convert_to_tensor(text))
+        >>> Lowercase()(["Hello World", "NMT"]).numpy().tolist()
+        [b'hello world', b'nmt']
     """
 
     def __init__(self, **kwargs):
@@ -28,6 +36,12 @@ def drop_padding_tokens(tokens):
 
     Args:
         tokens: 1-D tokens, or `[B, L]` tokens, dense (padded with "") or ragged.
+
+    Examples:
+        >>> drop_padding_tokens([["a", "b", ""], ["c", "", ""]]).to_list()
+        [[b'a', b'b'], [b'c']]
+        >>> drop_padding_tokens(["a", "", "b"]).numpy().tolist()
+        [b'a', b'b']
     """
     if not isinstance(tokens, tf.RaggedTensor):
         tokens = tf.convert_to_tensor(tokens, dtype=tf.string)

@@ -10,12 +10,12 @@ from kerasnmt.data.vocabulary import (
     END_OF_SENTENCE_ID,
     PADDING_ID,
     START_OF_SENTENCE_ID,
+    UNKNOWN_TOKEN,
     check_vocabulary,
     load_vocabulary,
 )
 from kerasnmt.layers.preprocessing_layer import PreprocessingLayer, drop_padding_tokens
 
-UNKNOWN_TOKEN = "<unk>"
 SIDES = ("source", "target")
 
 

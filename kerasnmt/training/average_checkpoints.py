@@ -23,6 +23,19 @@ def average_checkpoints(directory, model, max_count=8):
     Raises:
         ValueError: if `directory` holds no checkpoint.
 
+    Examples:
+        >>> import os, tempfile, keras
+        >>> model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1, use_bias=False)])
+        >>> manager = tf.train.CheckpointManager(
+        ...     tf.train.Checkpoint(model=model), tempfile.mkdtemp(), max_to_keep=3)
+        >>> for kernel in (1.0, 2.0, 6.0):
+        ...     _ = model.layers[0].kernel.assign([[kernel]])
+        ...     _ = manager.save()
+        >>> [os.path.basename(path) for path in average_checkpoints(manager.directory, model, 2)]
+        ['ckpt-3', 'ckpt-2']
+        >>> float(model.layers[0].kernel[0, 0])
+        4.0
+
     Reference:
         [OpenNMT-tf `average_checkpoints`](https://github.com/OpenNMT/OpenNMT-tf/blob/master/opennmt/utils/checkpoint.py)
     """

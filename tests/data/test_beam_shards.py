@@ -1,14 +1,19 @@
 """The Apache Beam shard writer (`kerasnmt[beam]`) writes the same files as `write_shards`.
 
-Needs apache-beam, which the `beam` extra installs (`make test` installs it).
+Needs apache-beam, which the `beam` extra installs (`make test` installs it); skipped
+without it.
 """
 
 import hashlib
 import os
 
-from kerasnmt.data.beam_shards import write_shards_with_beam
+import pytest
+
 from kerasnmt.data.shards import read_shards, write_shards
 from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
+
+pytest.importorskip("apache_beam")
+from kerasnmt.data.beam_shards import write_shards_with_beam  # noqa: E402 (needs apache_beam)
 
 
 def _digests(directory):

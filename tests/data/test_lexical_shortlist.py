@@ -1,8 +1,5 @@
-import doctest
-
 import pytest
 
-from kerasnmt.data import lexical_shortlist
 from kerasnmt.data.lexical_shortlist import LexicalShortlist, corpus_ids, ibm_model_1
 from kerasnmt.data.text_files import CorpusError
 from tests.models.translator_fixtures import preprocessor
@@ -126,8 +123,3 @@ def test_corpus_ids_looks_up_the_parallel_files(tmp_path):
     (tmp_path / "tgt").write_text("A\nB C\n", encoding="utf-8")
     with pytest.raises(CorpusError, match="src has 3 lines but .*tgt has 2"):
         corpus_ids([tmp_path / "src"], [tmp_path / "tgt"], preprocessor())
-
-
-def test_docstring_examples_run():
-    results = doctest.testmod(lexical_shortlist, raise_on_error=False)
-    assert results.attempted > 0 and results.failed == 0

@@ -1,8 +1,5 @@
-import doctest
-
 import tensorflow as tf
 
-from kerasnmt.data import pipeline_errors
 from kerasnmt.data.empty_check import fail_if_empty
 from kerasnmt.data.pipeline_errors import corpus_error
 from kerasnmt.data.text_files import CorpusError
@@ -24,7 +21,3 @@ def test_other_tensorflow_errors_are_not_bad_input():
         tf.reshape(tf.range(3), [2, 2])
     except tf.errors.InvalidArgumentError as error:
         assert corpus_error(error) is None
-
-
-def test_docstring_examples_run():
-    assert doctest.testmod(pipeline_errors).failed == 0

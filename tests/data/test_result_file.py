@@ -1,15 +1,8 @@
-import doctest
 import os
 
 import pytest
 
-from kerasnmt.data import result_file as result_file_module
 from kerasnmt.data.result_file import result_file
-
-
-def test_docstring_examples():
-    failures, _ = doctest.testmod(result_file_module, optionflags=doctest.ELLIPSIS)
-    assert failures == 0
 
 
 def test_a_crash_keeps_the_previous_file_and_leaves_no_temporary(tmp_path):

@@ -1,10 +1,8 @@
-import doctest
 import gzip
 
 import pytest
 import sentencepiece
 
-from kerasnmt.data import sentencepiece_trainer
 from kerasnmt.data.sentencepiece_trainer import (
     sample_lines_with_byte_budget,
     train_sentencepiece,
@@ -214,8 +212,3 @@ def test_invalid_utf8_names_file_and_line(tmp_path, corpus):
 def test_bad_arguments(tmp_path, corpus, arguments, error, message):
     with pytest.raises(error, match=message):
         train_sentencepiece([corpus], tmp_path / "sp", **arguments)
-
-
-def test_docstring_examples_run():
-    results = doctest.testmod(sentencepiece_trainer)
-    assert results.attempted > 0 and results.failed == 0

@@ -1,9 +1,7 @@
-import doctest
 import gzip
 
 import pytest
 
-from kerasnmt.data import text_files
 from kerasnmt.data.text_files import CorpusError, count_bytes, count_lines, read_lines
 
 
@@ -111,8 +109,3 @@ def test_reading_is_lazy(tmp_path):
     path = write(tmp_path / "late.txt", b"good\n" * 10 + b"\xff\n")
     lines = read_lines(path)
     assert [next(lines) for _ in range(10)] == [(n, "good") for n in range(1, 11)]
-
-
-def test_docstring_examples_run():
-    results = doctest.testmod(text_files)
-    assert results.attempted > 0 and results.failed == 0

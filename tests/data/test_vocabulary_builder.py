@@ -1,9 +1,7 @@
-import doctest
 import gzip
 
 import pytest
 
-from kerasnmt.data import vocabulary_builder
 from kerasnmt.data.text_files import CorpusError
 from kerasnmt.data.vocabulary import VocabularyError, load_vocabulary, save_vocabulary
 from kerasnmt.data.vocabulary_builder import build_vocabulary, count_tokens, pad_to_multiple
@@ -162,8 +160,3 @@ def test_invalid_utf8_names_file_and_line(tmp_path):
 def test_bad_arguments(corpus, arguments, message):
     with pytest.raises(ValueError, match=message):
         build_vocabulary(corpus, **arguments)
-
-
-def test_docstring_examples_run():
-    results = doctest.testmod(vocabulary_builder)
-    assert results.attempted > 0 and results.failed == 0

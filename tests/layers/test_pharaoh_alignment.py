@@ -1,4 +1,3 @@
-import doctest
 import re
 
 import numpy as np
@@ -6,7 +5,6 @@ import pytest
 import tensorflow as tf
 
 from kerasnmt.layers import PharaohAlignment
-from kerasnmt.layers import pharaoh_alignment
 from tests.layer_test_helper import run_layer_test
 
 # "▁bat ▁in ▁bad" -> "▁лету чая ▁мы шь ▁в ▁крова ти": one source token to several targets.
@@ -105,8 +103,3 @@ def test_bad_shapes_are_refused():
         PharaohAlignment()([["0-0"]], 1, 1)
     with pytest.raises(ValueError, match="a length must be a scalar or match lines"):
         PharaohAlignment()("0-0", [1, 1], 1)
-
-
-def test_docstring_example_runs():
-    results = doctest.testmod(pharaoh_alignment, raise_on_error=False)
-    assert results.attempted > 0 and results.failed == 0

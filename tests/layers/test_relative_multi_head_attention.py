@@ -1,11 +1,10 @@
-import doctest
 import math
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from kerasnmt.layers import RelativeMultiHeadAttention, relative_multi_head_attention
+from kerasnmt.layers import RelativeMultiHeadAttention
 from tests.layer_test_helper import run_layer_test
 
 
@@ -142,11 +141,6 @@ def test_run_layer_test_cross_attention():
         call_kwargs=dict(return_attention_scores=True),
         atol=1e-5,
     )
-
-
-def test_docstring_examples():
-    results = doctest.testmod(relative_multi_head_attention, raise_on_error=False)
-    assert results.attempted > 0 and results.failed == 0
 
 
 def test_beam_cache_reads_each_hypothesis_through_its_history():

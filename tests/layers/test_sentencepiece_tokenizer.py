@@ -1,5 +1,3 @@
-import doctest
-
 import keras
 import numpy as np
 import pytest
@@ -7,7 +5,6 @@ import sentencepiece
 import tensorflow as tf
 
 from kerasnmt.layers import SentencePieceTokenizer
-from kerasnmt.layers import sentencepiece_tokenizer
 from tests.layer_test_helper import run_layer_test
 from tests.layers import tiny_sentencepiece
 
@@ -93,8 +90,3 @@ def test_bad_models_are_refused(tmp_path):
         SentencePieceTokenizer(tmp_path / "bad.model")
     with pytest.raises(tf.errors.NotFoundError):
         SentencePieceTokenizer(tmp_path / "missing.model")
-
-
-def test_docstring_example_runs():
-    results = doctest.testmod(sentencepiece_tokenizer, raise_on_error=False)
-    assert results.attempted > 0 and results.failed == 0

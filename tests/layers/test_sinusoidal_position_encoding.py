@@ -1,10 +1,9 @@
-import doctest
 import math
 
 import numpy as np
 import pytest
 
-from kerasnmt.layers import SinusoidalPositionEncoding, sinusoidal_position_encoding
+from kerasnmt.layers import SinusoidalPositionEncoding
 from tests.layer_test_helper import run_layer_test
 
 
@@ -50,8 +49,3 @@ def test_run_layer_test():
         np.zeros([2, 4, 6], "float32"),
         expected_output=np.stack([expected_encoding([1, 2, 3, 4], 6)] * 2),
     )
-
-
-def test_docstring_examples():
-    results = doctest.testmod(sinusoidal_position_encoding, raise_on_error=False)
-    assert results.attempted > 0 and results.failed == 0

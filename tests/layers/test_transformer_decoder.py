@@ -1,10 +1,8 @@
-import doctest
-
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from kerasnmt.layers import TransformerDecoder, TransformerEncoder, transformer_decoder
+from kerasnmt.layers import TransformerDecoder, TransformerEncoder
 from tests.layer_test_helper import run_layer_test
 
 
@@ -69,11 +67,6 @@ def test_cache_is_batch_major_and_reorderable():
     outputs, _, _ = decoder.decode_step(tf.gather(targets[:, 1], order), 1, reordered,
                                         tf.gather(mask, order))
     np.testing.assert_allclose(outputs, tf.gather(expected, order), atol=1e-6)
-
-
-def test_docstring_examples():
-    results = doctest.testmod(transformer_decoder, raise_on_error=False)
-    assert results.attempted > 0 and results.failed == 0
 
 
 def test_tensorflow_checkpoint_holds_every_layer(tmp_path):

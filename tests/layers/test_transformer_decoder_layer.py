@@ -1,9 +1,7 @@
-import doctest
-
 import numpy as np
 import tensorflow as tf
 
-from kerasnmt.layers import TransformerDecoderLayer, transformer_decoder_layer
+from kerasnmt.layers import TransformerDecoderLayer
 from tests.layer_test_helper import run_layer_test
 
 INIT = dict(num_units=8, num_heads=2, ffn_inner_dim=16, maximum_relative_position=3)
@@ -41,8 +39,3 @@ def test_cached_steps_equal_full_call():
         )
         np.testing.assert_allclose(outputs[:, 0], full_outputs[:, step], atol=1e-5)
         np.testing.assert_allclose(attention[:, :, 0], full_attention[:, :, step], atol=1e-6)
-
-
-def test_docstring_examples():
-    results = doctest.testmod(transformer_decoder_layer, raise_on_error=False)
-    assert results.attempted > 0 and results.failed == 0

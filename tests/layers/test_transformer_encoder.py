@@ -1,9 +1,7 @@
-import doctest
-
 import numpy as np
 import pytest
 
-from kerasnmt.layers import TransformerEncoder, transformer_encoder
+from kerasnmt.layers import TransformerEncoder
 from tests.layer_test_helper import run_layer_test
 
 
@@ -41,8 +39,3 @@ def test_relative_positions_replace_absolute_ones():
     encoder = TransformerEncoder(num_layers=1, num_units=8, num_heads=2, ffn_inner_dim=16,
                                  maximum_relative_position=4, pre_norm=False)
     assert encoder.position_encoding is None and encoder.output_norm is None
-
-
-def test_docstring_examples():
-    results = doctest.testmod(transformer_encoder, raise_on_error=False)
-    assert results.attempted > 0 and results.failed == 0

@@ -1,9 +1,7 @@
-import doctest
-
 import numpy as np
 import pytest
 
-from kerasnmt.layers import TransformerEncoderLayer, feed_forward_network, transformer_encoder_layer
+from kerasnmt.layers import TransformerEncoderLayer
 from tests.layer_test_helper import run_layer_test
 
 INIT = dict(num_units=8, num_heads=2, ffn_inner_dim=16, dropout=0.1, attention_dropout=0.1,
@@ -53,13 +51,3 @@ def test_padding_does_not_change_real_positions():
 def test_num_units_must_divide_into_heads():
     with pytest.raises(ValueError, match="multiple of num_heads"):
         TransformerEncoderLayer(num_units=10, num_heads=3, ffn_inner_dim=4)
-
-
-def test_docstring_examples_transformer_encoder_layer():
-    results = doctest.testmod(transformer_encoder_layer, raise_on_error=False)
-    assert results.attempted > 0 and results.failed == 0
-
-
-def test_docstring_examples_feed_forward_network():
-    results = doctest.testmod(feed_forward_network, raise_on_error=False)
-    assert results.attempted > 0 and results.failed == 0

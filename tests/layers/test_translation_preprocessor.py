@@ -1,4 +1,3 @@
-import doctest
 import os
 import tempfile
 
@@ -13,7 +12,6 @@ from kerasnmt.layers import (
     VocabLookup,
     WhitespaceTokenizer,
 )
-from kerasnmt.layers import translation_preprocessor
 from tests.layer_test_helper import run_layer_test
 from tests.layers import tiny_sentencepiece
 from tests.layers.reference_corpus import (
@@ -226,8 +224,3 @@ def test_export_archive_serves_raw_strings():
         text = reloaded.detokenize(tf.constant([[1, ON, MOZHET, 2], [1, ON, 0, 0]]))
     assert features["ids"].numpy().tolist() == [[HE, CAN], [11, len(SOURCE_VOCABULARY)]]
     assert text.numpy().tolist() == [t.encode() for t in ["▁он ▁может", "▁он"]]
-
-
-def test_docstring_example_runs():
-    results = doctest.testmod(translation_preprocessor, raise_on_error=False)
-    assert results.attempted > 0 and results.failed == 0

@@ -1,5 +1,3 @@
-import doctest
-
 import keras
 import numpy as np
 import pytest
@@ -7,7 +5,6 @@ import tensorflow as tf
 
 from kerasnmt.data.vocabulary import VocabularyError, save_vocabulary
 from kerasnmt.layers import VocabLookup, WhitespaceTokenizer
-from kerasnmt.layers import vocab_lookup
 from tests.layer_test_helper import run_layer_test
 from tests.layers.reference_corpus import (
     CAN,
@@ -155,8 +152,3 @@ def test_bad_vocabularies_and_arguments_are_refused(tmp_path):
         VocabLookup(SPECIALS, maximum_length=2.5)
     with pytest.raises(ValueError, match=r"1-D tokens .* or \[B, L\] tokens"):
         VocabLookup(SPECIALS)([[["▁a"]]])
-
-
-def test_docstring_example_runs():
-    results = doctest.testmod(vocab_lookup, raise_on_error=False)
-    assert results.attempted > 0 and results.failed == 0

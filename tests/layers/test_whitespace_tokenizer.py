@@ -1,11 +1,8 @@
-import doctest
-
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from kerasnmt.layers import WhitespaceTokenizer
-from kerasnmt.layers import whitespace_tokenizer
 from tests.layer_test_helper import run_layer_test
 
 
@@ -62,8 +59,3 @@ def test_string_layer_is_not_jit_compiled():
 def test_rank_2_input_is_refused():
     with pytest.raises(ValueError, match="string scalar or a 1-D batch"):
         WhitespaceTokenizer()([["a b"]])
-
-
-def test_docstring_example_runs():
-    results = doctest.testmod(whitespace_tokenizer, raise_on_error=False)
-    assert results.attempted > 0 and results.failed == 0

@@ -1,4 +1,3 @@
-import doctest
 import math
 import os
 import tempfile
@@ -12,7 +11,6 @@ import kerasnmt
 from kerasnmt.data import make_training_batches
 from kerasnmt.layers import BeamSampler
 from kerasnmt.models import Translator
-from kerasnmt.models import translator as translator_module
 from kerasnmt.training import CheckpointCallback, NoamDecay, NonFiniteLossError, ScheduleWrapper
 from tests.models.translator_fixtures import corpus, tiny_translator
 
@@ -332,8 +330,3 @@ def test_non_finite_loss_stops_training_and_keeps_the_last_good_checkpoint():
         fresh = tiny_translator(seed=1)
         tf.train.Checkpoint(model=fresh).restore(latest).expect_partial()
         assert all(np.isfinite(w.numpy()).all() for w in fresh.weights)
-
-
-def test_docstring_examples():
-    results = doctest.testmod(translator_module, raise_on_error=False)
-    assert results.attempted > 0 and results.failed == 0

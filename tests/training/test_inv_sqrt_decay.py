@@ -1,10 +1,9 @@
-import doctest
 import math
 
 import keras
 import pytest
 
-from kerasnmt.training import InvSqrtDecay, NoamDecay, ScheduleWrapper, inv_sqrt_decay
+from kerasnmt.training import InvSqrtDecay, NoamDecay, ScheduleWrapper
 
 # Hand-computed with OpenNMT-tf's convention: the schedule reads step s as n = s + 1.
 # learning_rate 0.005, warmup_steps 2000, initial_learning_rate 0.
@@ -119,8 +118,3 @@ def test_translator_counts_weight_updates_with_gradient_accumulation(wrapped):
     else:
         assert optimizer_schedule.step_duration == 4
     assert math.isclose(float(optimizer_schedule(4 * 1999)), 0.005, rel_tol=1e-6)
-
-
-def test_docstring_examples():
-    results = doctest.testmod(inv_sqrt_decay, raise_on_error=False)
-    assert results.attempted > 0 and results.failed == 0

@@ -1,4 +1,3 @@
-import doctest
 import functools
 
 import keras
@@ -9,7 +8,7 @@ import tensorflow as tf
 from kerasnmt.config import load_config
 from kerasnmt.data.text_files import read_line_aligned
 from kerasnmt.models import Translator
-from kerasnmt.training import MovingAverage, moving_average
+from kerasnmt.training import MovingAverage
 from kerasnmt.training_run import (
     TRAINING_KEYS,
     _read_history,
@@ -157,8 +156,3 @@ def test_a_run_checkpoints_and_evaluates_the_averages(tmp_path, monkeypatch):
 def test_decay_out_of_range():
     with pytest.raises(ValueError, match=r"decay must be in \(0, 1\), got 1"):
         MovingAverage(1)
-
-
-def test_docstring_examples():
-    results = doctest.testmod(moving_average, raise_on_error=False)
-    assert results.attempted > 0 and results.failed == 0

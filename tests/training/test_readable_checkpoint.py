@@ -1,10 +1,8 @@
-import doctest
 import os
 
 import pytest
 import tensorflow as tf
 
-from kerasnmt.training import readable_checkpoint
 from kerasnmt.training.readable_checkpoint import newest_readable_checkpoint
 
 
@@ -44,7 +42,3 @@ def test_a_damaged_index_is_damage_too(tmp_path):
         index.write(b"not an index")
     assert newest_readable_checkpoint(paths) == paths[1]
     assert os.path.exists(paths[0] + ".index")  # reported, not deleted
-
-
-def test_docstring_examples_run():
-    assert doctest.testmod(readable_checkpoint).failed == 0

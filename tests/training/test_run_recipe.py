@@ -1,17 +1,10 @@
-import doctest
 import json
 
 import pytest
 
 from kerasnmt.config import load_config
-from kerasnmt.training import run_recipe as run_recipe_module
 from kerasnmt.training.run_recipe import check_run_recipe, run_recipe
 from tests.run_fixtures import tiny_run, write_config, write_corpus
-
-
-def test_docstring_examples():
-    failures, _ = doctest.testmod(run_recipe_module)
-    assert failures == 0
 
 
 @pytest.fixture

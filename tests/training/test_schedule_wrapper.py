@@ -1,11 +1,10 @@
-import doctest
 import math
 
 import keras
 import pytest
 
 from kerasnmt.config import check_config
-from kerasnmt.training import NoamDecay, ScheduleWrapper, schedule_wrapper
+from kerasnmt.training import NoamDecay, ScheduleWrapper
 from kerasnmt.training_run import build_optimizer
 
 
@@ -76,8 +75,3 @@ def test_the_run_configuration_builds_the_wrapped_schedule():
     for batch in range(0, 200, 7):
         assert math.isclose(float(schedule(batch)), opennmt_tf(batch // 4, 5, 3, 0.12),
                             rel_tol=1e-6), batch
-
-
-def test_docstring_examples():
-    results = doctest.testmod(schedule_wrapper, raise_on_error=False)
-    assert results.attempted > 0 and results.failed == 0
