@@ -16,9 +16,7 @@ when beams finish), so an untrained model's figures mean little.
 Prints for each search, over one cold pass (fresh compiled-function cache: tracing and
 XLA compilation of every batch shape included) and one warm pass (the same translator
 again): sentences/s, target tokens/s (SentencePiece pieces of the best hypotheses,
-`</s>` not counted), the time to the first batch (from the start of the cold pass until
-its first batch is decoded),
-the process CPU time (with its target tokens per CPU-second, a figure that depends less
+`</s>` not counted), the process CPU time (with its target tokens per CPU-second, a figure that depends less
 on other processes sharing the cores: on 2 otherwise idle cores, tokens/s would be at
 most twice it), the peak resident memory of the process, BLEU against
 `test_2016_flickr.de`, and the load average of the machine before and after.
@@ -153,38 +151,16 @@ def load_translator(arguments):
 
 
 def forget_compiled_functions(translator):
-    translator.__dict__.pop("_decode_functions", None)
+    translator.__dict__.pop("_translate_functions", None)
 
 
 def timed_translate(translator, sentences, sampler, shortlist, arguments):
-    """Translates; returns the outputs, the seconds it took and the seconds until the
-    first batch was decoded (the translator's decode function is wrapped to see it)."""
-    first_batch = []
-    decode_function = translator._decode_function
-
-    def timed_decode_function(*args):
-        decode = decode_function(*args)
-
-        def timed_decode(*inputs, **options):
-            outputs = decode(*inputs, **options)
-            if not first_batch:
-                outputs["ids"].numpy()
-                first_batch.append(time.perf_counter())
-            return outputs
-
-        return timed_decode
-
-    object.__setattr__(translator, "_decode_function", timed_decode_function)
+    """Translates; returns the outputs, the seconds and the process CPU seconds it took."""
     started, cpu_started = time.perf_counter(), time.process_time()
-    try:
-        outputs = translator.translate(sentences, sampler=sampler,
-                                       batch_size=arguments.batch_size,
-                                       jit_compile=arguments.jit_compile,
-                                       shortlist=shortlist)
-    finally:
-        del translator.__dict__["_decode_function"]
+    outputs = translator.translate(sentences, sampler=sampler, batch_size=arguments.batch_size,
+                                   jit_compile=arguments.jit_compile, shortlist=shortlist)
     seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
-    return outputs, seconds, cpu_seconds, first_batch[0] - started
+    return outputs, seconds, cpu_seconds
 
 
 def main():
@@ -225,11 +201,11 @@ def main():
             )
         sampler = samplers[search]
         forget_compiled_functions(translator)
-        _, cold, cold_cpu, first_batch = timed_translate(translator, sentences, sampler,
-                                                          shortlist, arguments)
+        _, cold, cold_cpu = timed_translate(translator, sentences, sampler, shortlist,
+                                            arguments)
         passes = [timed_translate(translator, sentences, sampler, shortlist, arguments)
                   for _ in range(arguments.warm_passes)]
-        outputs, warm, warm_cpu, _ = min(passes, key=lambda timed: timed[1])
+        outputs, warm, warm_cpu = min(passes, key=lambda timed: timed[1])
         tokens = int(tokenizer(tf.constant(outputs)).row_lengths().numpy().sum())
         bleu = score_translations(outputs, references).bleu
         print(f"{search} (beam_size={sampler.beam_size}, "
@@ -237,7 +213,6 @@ def main():
               f"compact_batch={sampler.compact_batch}, "
               f"shortlist={arguments.shortlist if shortlist else None}): "
               f"{tokens} target tokens, BLEU {bleu:.1f}")
-        print(f"  time to first batch (cold): {first_batch:.2f} s")
         if len(passes) > 1:
             print(f"  warm passes: {', '.join(f'{timed[1]:.2f} s' for timed in passes)} "
                   "(the fastest below)")

@@ -128,6 +128,32 @@ def test_translate_from_the_checkpoint_reads_stdin_without_xla(trained_run, caps
         h["text"] for n_best in details for h in n_best]
 
 
+def test_empty_blank_and_long_lines_translate_alike_from_the_checkpoint_and_the_saved_model(
+        trained_run, exported_run, capsys):
+    """Where `translate --config` and the SavedModel used to disagree: an empty or blank
+    line gives an empty translation with score 0 through both (the checkpoint made one
+    up), and a line longer than train.maximum_features_length is cut by both."""
+    directory, config_path, _, sources, _ = trained_run
+    base, _, _ = exported_run
+    long_line = " ".join(sources[0].split() * 300)
+    lines = [sources[0], "", "   ", long_line, sources[1]]
+    (directory / "odd.src").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    outputs = {}
+    for name, model in (("checkpoint", ["--config", config_path, "--no-xla"]),
+                        ("saved_model", ["--saved-model", base / "1"])):
+        status, out, err = run_cli(capsys, "translate", *model, "--input",
+                                   directory / "odd.src", "--with-scores")
+        assert status == 0, err
+        outputs[name] = [line.split(" ||| ") for line in out.splitlines()]
+    assert len(outputs["checkpoint"]) == len(lines)
+    assert [text for _, text in outputs["checkpoint"]] == [
+        text for _, text in outputs["saved_model"]]
+    for (score, text), (saved_score, _) in zip(outputs["checkpoint"], outputs["saved_model"]):
+        assert float(score) == pytest.approx(float(saved_score), abs=1e-4)
+    for index in (1, 2):
+        assert outputs["checkpoint"][index][1] == "" and float(outputs["checkpoint"][index][0]) == 0
+
+
 def test_translate_output_is_replaced_only_when_complete(trained_run, capsys, monkeypatch):
     """A crash halfway keeps the previous --output file; a translation that would add a
     line (a newline in its text) is refused, the previous file kept; a complete run
