@@ -70,7 +70,7 @@ from kerasnmt.training_run import (  # noqa: E402
     accumulation_steps,
     build_preprocessor,
     build_sampler,
-    export_options,
+    decoding_options,
     train,
 )
 
@@ -193,7 +193,7 @@ def main():
     scores = score_translations(translations, references, language="de")
 
     path = next_version_path(args.saved_models)
-    export_translator(translator, path, sampler=sampler, **export_options(config))
+    export_translator(translator, path, sampler=sampler, **decoding_options(config))
     keras_path = os.path.join(args.workdir, "model.keras")  # for bench/decode_speed.py
     translator.save(keras_path)
 

@@ -566,11 +566,11 @@ def export(parser):
             export_translator,
             next_version_path,
         )
-        from kerasnmt.training_run import build_shortlist, export_options
+        from kerasnmt.training_run import build_shortlist, decoding_options
 
         _check_model_arguments(parser, args)
         translator, config = _load_model_for_decoding(args)
-        options = export_options(config) if config is not None else {}
+        options = decoding_options(config) if config is not None else {}
         if args.maximum_source_length:
             options["maximum_source_length"] = args.maximum_source_length
         options.setdefault("maximum_source_length", DEFAULT_MAXIMUM_SOURCE_LENGTH)
@@ -668,10 +668,10 @@ class _CheckpointTranslator:
         self.replace_unknown_target = bool(config and config["params"]["replace_unknown_target"])
         self.shortlist = shortlist
         self.jit_compile = jit_compile
-        from kerasnmt.training_run import export_options
+        from kerasnmt.training_run import decoding_options
 
         # Sources cut as the export of this configuration cuts them.
-        self.options = export_options(config) if config else {}
+        self.options = decoding_options(config) if config else {}
 
     def __call__(self, sentences):
         results = self.translator.translate(

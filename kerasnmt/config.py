@@ -559,6 +559,17 @@ _SCHEMA = {
         "maximum_decoding_length": _Option(
             250, _Integer(minimum=1), "Maximum length of a translation, `</s>` excluded."
         ),
+        "decoding_length_ratio": _Option(
+            2.0,
+            _Number(minimum=0),
+            "A translation of a sentence of n source tokens has at most `floor(ratio * n) + "
+            "decoding_length_offset` tokens (fairseq's `max_len_a`).",
+        ),
+        "decoding_length_offset": _Option(
+            10,
+            _Integer(minimum=1),
+            "The offset of that limit (fairseq's `max_len_b`).",
+        ),
         "minimum_decoding_length": _Option(
             0, _Integer(minimum=0), "Minimum length of a translation, `</s>` excluded."
         ),
@@ -695,12 +706,6 @@ _SCHEMA = {
             "Language of the validation references, for the Moses tokenizer of "
             "`bleu_tokenized_lc` (as the Moses scripts' `-l`: `de` for German).",
         ),
-        "length_bucket_width": _Option(
-            5,
-            _Integer(minimum=0),
-            "Sort the validation set into length buckets of this width to decode faster "
-            "(outputs keep the file order); 0 decodes in file order.",
-        ),
         "export_on_best": _Option(
             None,
             _Choice("bleu", "chrf", "loss", None),
@@ -742,12 +747,6 @@ _SCHEMA = {
         "batch_type": _Option(
             "examples", _Choice("examples", "tokens"), "Count `batch_size` in examples or tokens."
         ),
-        "length_bucket_width": _Option(
-            5,
-            _Integer(minimum=0),
-            "Sort the input into length buckets of this width to translate faster (outputs "
-            "keep the input order); 0 translates in input order.",
-        ),
         "n_best": _Option(
             1,
             _Integer(minimum=1),
@@ -777,6 +776,13 @@ _RENAMED_KEYS = {
 }
 
 # OpenNMT-tf options that kerasnmt does not have.
+# OpenNMT-tf options kerasnmt reads nowhere, by path: translations are grouped by source
+# width (kerasnmt.inference.widths), not by these buckets.
+_UNUSED_KEYS = {
+    "eval.length_bucket_width": "translations are grouped by source width",
+    "infer.length_bucket_width": "translations are grouped by source width",
+}
+
 _OPENNMT_TF_ONLY = {
     "average_loss_in_time", "regularization", "freeze_layers", "contrastive_learning",
     "decoding_noise", "example_weights", "export_vocabulary_assets", "source_embedding",
@@ -923,6 +929,9 @@ def _get(config, key_path):
 
 
 def _unknown_key_message(key, path, section):
+    if path in _UNUSED_KEYS:
+        return (f"{path}: an OpenNMT-tf option kerasnmt does not use ({_UNUSED_KEYS[path]}, "
+                "see docs/decoding.md); remove it")
     if key in _RENAMED_KEYS:
         return f"{path}: unknown key (kerasnmt calls it {_RENAMED_KEYS[key]})"
     if key in _OPENNMT_TF_ONLY:

@@ -50,6 +50,7 @@ from kerasnmt.training import (
     ScheduleWrapper,
     average_checkpoints,
 )
+from kerasnmt.training.accumulation import accumulation_steps as training_accumulation_steps
 from kerasnmt.training.checkpoint_callback import restore_latest, training_checkpoint
 from kerasnmt.training.optimizer_step import optimizer_step
 from kerasnmt.training.readable_checkpoint import checkpoint_damage, newest_readable_checkpoint
@@ -154,12 +155,14 @@ def build_shortlist(config, preprocessor, path=None):
 
 
 def accumulation_steps(config):
-    """Batches accumulated per optimizer step to reach `train.effective_batch_size`
-    (as `Translator.fit` computes it)."""
+    """Batches accumulated per optimizer step to reach `train.effective_batch_size` with
+    the replicas of the current `tf.distribute` strategy (the formula `Translator.fit`
+    uses, `kerasnmt.training.accumulation`)."""
     train = config["train"]
-    if train["effective_batch_size"] is None:
-        return 1
-    return max(math.ceil(train["effective_batch_size"] / train["batch_size"]), 1)
+    return training_accumulation_steps(
+        train["effective_batch_size"], train["batch_size"],
+        tf.distribute.get_strategy().num_replicas_in_sync,
+    )
 
 
 def build_optimizer(config):
@@ -603,7 +606,7 @@ def evaluate_run(translator, config, sampler, sources, references, predictions_p
             else TRANSLATION_BATCH_SIZE
         ),
         replace_unknown_target=config["params"]["replace_unknown_target"],
-        **export_options(config),
+        **decoding_options(config),
     )
     if predictions_path is not None:
         os.makedirs(os.path.dirname(predictions_path), exist_ok=True)
@@ -629,7 +632,7 @@ def _export_best(config, sampler):
 
     def export_fn(translator, step):
         path = os.path.join(directory, str(step))
-        export_translator(translator, path, sampler=sampler, **export_options(config))
+        export_translator(translator, path, sampler=sampler, **decoding_options(config))
         steps = sorted(int(name) for name in os.listdir(directory) if name.isdigit())
         for old in steps[: -config["eval"]["max_exports_to_keep"]]:
             shutil.rmtree(os.path.join(directory, str(old)), ignore_errors=True)
@@ -638,10 +641,18 @@ def _export_best(config, sampler):
     return export_fn
 
 
-def export_options(config):
-    """The `export_translator` options that come from the configuration."""
+def decoding_options(config):
+    """The options of `Translator.translate` and `export_translator` that come from the
+    configuration: the decoding length limit and the source cut (the longest sources the
+    model was trained on, `train.maximum_features_length`, when it is set)."""
+    options = {
+        "length_ratio": config["params"]["decoding_length_ratio"],
+        "length_offset": config["params"]["decoding_length_offset"],
+    }
     maximum = config["train"]["maximum_features_length"]
-    return {} if maximum is None else {"maximum_source_length": maximum}
+    if maximum is not None:
+        options["maximum_source_length"] = maximum
+    return options
 
 
 # ---------------------------------------------------------------------------------------

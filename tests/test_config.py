@@ -132,9 +132,13 @@ def test_unknown_keys_get_suggestions(tmp_path):
           average_loss_in_time: true
           decay_params:
             scale: 2.0
+        eval:
+          length_bucket_width: 5
         """,
     )
     assert errors_of(path) == [
+        "eval.length_bucket_width: an OpenNMT-tf option kerasnmt does not use (translations "
+        "are grouped by source width, see docs/decoding.md); remove it",
         "params.average_loss_in_time: an OpenNMT-tf option that kerasnmt does not have",
         "params.decay_params.scale: unknown key (kerasnmt calls it params.learning_rate)",
         "params.dropout: unknown key here (did you mean model.dropout?)",

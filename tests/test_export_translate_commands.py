@@ -7,6 +7,7 @@ import os
 import numpy as np
 import pytest
 import tensorflow as tf
+import yaml
 
 from kerasnmt import cli
 from kerasnmt.config import load_config
@@ -152,6 +153,29 @@ def test_empty_blank_and_long_lines_translate_alike_from_the_checkpoint_and_the_
         assert float(score) == pytest.approx(float(saved_score), abs=1e-4)
     for index in (1, 2):
         assert outputs["checkpoint"][index][1] == "" and float(outputs["checkpoint"][index][0]) == 0
+
+
+def test_the_decoding_length_limit_of_the_configuration(trained_run, capsys, tmp_path):
+    """params.decoding_length_ratio 0 and decoding_length_offset 2: every translation has
+    at most 2 tokens from the checkpoint and through the export (the untrained model
+    emits up to the limit), where the defaults (2 n + 10) let them run longer."""
+    directory, config_path, _, _, details = trained_run
+    assert max(len(h["tokens"]) for n_best in details for h in n_best) > 2
+    config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
+    config["params"].update(decoding_length_ratio=0, decoding_length_offset=2)
+    short = write_config(directory, config, name="short.yml")
+    status, out, err = run_cli(capsys, "translate", "--config", short, "--no-xla",
+                               "--input", directory / "val.src")
+    assert status == 0, err
+    from_checkpoint = out.splitlines()
+    assert max(len(line.split()) for line in from_checkpoint) == 2
+    status, out, err = run_cli(capsys, "export", tmp_path / "short", "--config", short,
+                               "--no-xla")
+    assert status == 0, err
+    status, out, err = run_cli(capsys, "translate", "--saved-model", tmp_path / "short",
+                               "--input", directory / "val.src")
+    assert status == 0, err
+    assert out.splitlines() == from_checkpoint
 
 
 def test_translate_output_is_replaced_only_when_complete(trained_run, capsys, monkeypatch):

@@ -25,6 +25,7 @@ from kerasnmt.inference.widths import (
     DEFAULT_LENGTH_RATIO,
     DEFAULT_MAXIMUM_SOURCE_LENGTH,
     source_width_buckets,
+    width_of,
 )
 from kerasnmt.layers import BeamSampler
 
@@ -65,22 +66,28 @@ def translate(translator, sentences, sampler=None, batch_size=32, return_details
     options = (json.dumps(_sampler_config(sampler), sort_keys=True, default=str),
                bool(jit_compile), length_ratio, length_offset, alignment)
     block = BLOCK_BATCHES * batch_size
-    if not sampler.compact_batch:
-        function = _cached(translator, ("batch", options, batch_size, maximum_source_length,
-                                        bool(replace_unknown_target), shortlist),
-                           lambda: tf.function(TranslateFunction(
-                               translator, sampler, maximum_source_length, widths,
-                               [batch_size], length_ratio, length_offset,
-                               replace_unknown_target, jit_compile, shortlist, alignment,
-                           ).details, input_signature=[_SOURCE_SPEC], autograph=False))
-        results = []
-        for start in range(0, len(sentences), block):
-            results += _python_results(function(sentences[start:start + block]),
-                                       return_details)
-        return results
     features_of = _cached(translator, ("source", maximum_source_length), lambda: tf.function(
         lambda source: source_features(translator.preprocessor, source, maximum_source_length),
         input_signature=[_SOURCE_SPEC], autograph=False))
+    if not sampler.compact_batch:
+        results = []
+        for start in range(0, len(sentences), block):
+            sources = sentences[start:start + block]
+            # The widths up to the one of the longest source: the graph traces a decode
+            # for each of its widths, and a short request need not trace the wide ones.
+            # Each sentence still gets the SavedModel's width.
+            longest = int(np.max(features_of(sources)["length"].numpy(), initial=0))
+            used = widths[: widths.index(width_of(longest, widths)) + 1]
+            function = _cached(
+                translator, ("batch", options, batch_size, maximum_source_length, tuple(used),
+                             bool(replace_unknown_target), shortlist),
+                lambda: tf.function(TranslateFunction(
+                    translator, sampler, maximum_source_length, used, [batch_size],
+                    length_ratio, length_offset, replace_unknown_target, jit_compile,
+                    shortlist, alignment,
+                ).details, input_signature=[_SOURCE_SPEC], autograph=False))
+            results += _python_results(function(sources), return_details)
+        return results
     decode = _cached(translator, ("decode", options), lambda: decode_function(
         translator, sampler, jit_compile, length_ratio, length_offset, alignment))
     num_slots = max(1, batch_size // decoding_threads)

@@ -1,7 +1,6 @@
 """The translation model users fit, evaluate (and later translate with and export)."""
 
 import functools
-import math
 import warnings
 
 import keras
@@ -27,6 +26,7 @@ from kerasnmt.training.losses import (
     cross_entropy_sequence_loss,
     guided_alignment_cost,
 )
+from kerasnmt.training.accumulation import accumulation_steps
 from kerasnmt.training.inv_sqrt_decay import InvSqrtDecay
 from kerasnmt.training.noam_decay import NoamDecay
 from kerasnmt.training.schedule_wrapper import ScheduleWrapper
@@ -796,12 +796,6 @@ class Translator(keras.Model):
             )
         return dataset.map(model_data).prefetch(tf.data.AUTOTUNE)
 
-    def _accumulation_steps(self, batch_size, effective_batch_size):
-        if effective_batch_size is None:
-            return 1
-        replicas = self.distribute_strategy.num_replicas_in_sync
-        return max(math.ceil(effective_batch_size / ((batch_size or 32) * replicas)), 1)
-
     def _set_accumulation(self, steps):
         optimizer = getattr(self.optimizer, "inner_optimizer", self.optimizer)
         current = optimizer.gradient_accumulation_steps or 1
@@ -899,7 +893,8 @@ class Translator(keras.Model):
                 # let each epoch draw that many batches from an endless stream instead.
                 kwargs["steps_per_epoch"] = int(dataset.reduce(0, lambda count, _: count + 1))
             dataset = dataset.repeat()
-        self._set_accumulation(self._accumulation_steps(batch_size, effective_batch_size))
+        self._set_accumulation(accumulation_steps(
+            effective_batch_size, batch_size or 32, self.distribute_strategy.num_replicas_in_sync))
         callbacks = [StopOnNonFiniteLoss()] + list(callbacks or [])
         return super().fit(
             dataset,
