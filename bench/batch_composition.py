@@ -25,8 +25,7 @@ sys.path.insert(0, REPOSITORY)
 import keras  # noqa: E402
 
 from kerasnmt.config import load_config  # noqa: E402
-from kerasnmt.data.training_pipeline import training_dataset  # noqa: E402
-from kerasnmt.training_run import build_preprocessor  # noqa: E402
+from kerasnmt.training_run import build_preprocessor, run_training_dataset  # noqa: E402
 
 
 def main():
@@ -36,16 +35,9 @@ def main():
     parser.add_argument("--batches", type=int, default=1000)
     arguments = parser.parse_args()
     config = load_config(arguments.config)
-    data, train = config["data"], config["train"]
+    train = config["train"]
     keras.utils.set_random_seed(train["seed"])
-    dataset = training_dataset(
-        data["train_features_file"], data["train_labels_file"], build_preprocessor(config),
-        batch_size=train["batch_size"], batch_type=train["batch_type"],
-        length_bucket_width=train["length_bucket_width"],
-        maximum_features_length=train["maximum_features_length"],
-        maximum_labels_length=train["maximum_labels_length"],
-        sample_buffer_size=train["sample_buffer_size"], seed=train["seed"],
-    )
+    dataset = run_training_dataset(config, build_preprocessor(config))
     examples, widths, real_tokens, source_positions = [], [], [], []
     for features, labels in dataset.take(arguments.batches):
         examples.append(int(features["ids"].shape[0]))

@@ -61,7 +61,6 @@ sys.path.insert(0, REPOSITORY)
 
 from kerasnmt.config import check_config  # noqa: E402
 from kerasnmt.data import train_sentencepiece  # noqa: E402
-from kerasnmt.data.training_pipeline import training_dataset  # noqa: E402
 from kerasnmt.evaluation import read_lines, score_translations  # noqa: E402
 from kerasnmt.export import export_translator, next_version_path  # noqa: E402
 from kerasnmt.layers import BeamSampler  # noqa: E402
@@ -71,6 +70,7 @@ from kerasnmt.training_run import (  # noqa: E402
     build_preprocessor,
     build_sampler,
     decoding_options,
+    run_training_dataset,
     train,
 )
 
@@ -137,23 +137,15 @@ def load_recipe(args, prefix):
                         source=args.config, required=TRAINING_KEYS)
 
 
-def tokens_per_step(config):
-    """Mean real source + target tokens of a batch, over one pass of the training
-    pipeline, times the batches a step accumulates."""
-    train_section, data = config["train"], config["data"]
-    dataset = training_dataset(
-        data["train_features_file"], data["train_labels_file"], build_preprocessor(config),
-        batch_size=train_section["batch_size"], batch_type=train_section["batch_type"],
-        length_bucket_width=train_section["length_bucket_width"],
-        maximum_features_length=train_section["maximum_features_length"],
-        maximum_labels_length=train_section["maximum_labels_length"],
-        sample_buffer_size=0, repeat=False,
-    )
-    batches = tokens = 0
-    for features, labels in dataset:
-        batches += 1
+def tokens_per_step(config, batches=200):
+    """Mean real source + target tokens of the first `batches` batches of the training
+    pipeline (`kerasnmt train`'s, repeated, so every batch is full), times the batches a
+    step accumulates."""
+    tokens = 0
+    for features, labels in run_training_dataset(config, build_preprocessor(config)).take(
+            batches):
         tokens += int(np.sum(features["length"])) + int(np.sum(labels["length"]))
-    return tokens / batches * accumulation_steps(config), batches
+    return tokens / batches * accumulation_steps(config)
 
 
 def main():
@@ -169,7 +161,7 @@ def main():
     params = config["params"]
     if os.path.isdir(config["model_dir"]):
         shutil.rmtree(config["model_dir"])
-    step_tokens, epoch_batches = tokens_per_step(config)
+    step_tokens = tokens_per_step(config)
 
     print(f"Training for {args.train_minutes:g} minutes", flush=True)
     result = train(config, time_limit=args.train_minutes * 60, verbose=2)
@@ -199,8 +191,8 @@ def main():
 
     print()
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores")
-    print(f"training: {steps} steps in {train_seconds:.0f} s ({epoch_batches} batches an "
-          f"epoch), {steps * step_tokens / train_seconds:.0f} source+target tokens/s")
+    print(f"training: {steps} steps in {train_seconds:.0f} s ({step_tokens:.0f} source+target "
+          f"tokens a step), {steps * step_tokens / train_seconds:.0f} source+target tokens/s")
     print(f"decoding: {len(sources)} sentences (beam {params['beam_width']}, length penalty "
           f"{params['length_penalty']:g}{', early exit' if args.early_exit else ''}) in "
           f"{decode_seconds:.1f} s, "

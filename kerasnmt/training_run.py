@@ -154,6 +154,26 @@ def build_shortlist(config, preprocessor, path=None):
                                  preprocessor.target_vocabulary, **width)
 
 
+def run_training_dataset(config, preprocessor):
+    """The training batches `kerasnmt train` reads for `config` (its `data` and `train`
+    keys), from `kerasnmt.data.training_dataset`."""
+    data, train_section = config["data"], config["train"]
+    return training_dataset(
+        data["train_features_file"],
+        data["train_labels_file"],
+        preprocessor,
+        alignment_file=data["train_alignments"],
+        batch_size=train_section["batch_size"],
+        batch_type=train_section["batch_type"],
+        length_bucket_width=train_section["length_bucket_width"],
+        maximum_features_length=train_section["maximum_features_length"],
+        maximum_labels_length=train_section["maximum_labels_length"],
+        sample_buffer_size=train_section["sample_buffer_size"],
+        seed=train_section["seed"],
+        train_files_weights=data["train_files_weights"],
+    )
+
+
 def accumulation_steps(config):
     """Batches accumulated per optimizer step to reach `train.effective_batch_size` with
     the replicas of the current `tf.distribute` strategy (the formula `Translator.fit`
@@ -726,20 +746,7 @@ def train(config, time_limit=None, verbose="auto"):
         return TrainingResult(translator, start_step, restored, None,
                               "already at train.max_step", None)
 
-    dataset = training_dataset(
-        data["train_features_file"],
-        data["train_labels_file"],
-        translator.preprocessor,
-        alignment_file=data["train_alignments"],
-        batch_size=train_section["batch_size"],
-        batch_type=train_section["batch_type"],
-        length_bucket_width=train_section["length_bucket_width"],
-        maximum_features_length=train_section["maximum_features_length"],
-        maximum_labels_length=train_section["maximum_labels_length"],
-        sample_buffer_size=train_section["sample_buffer_size"],
-        seed=train_section["seed"],
-        train_files_weights=data["train_files_weights"],
-    )
+    dataset = run_training_dataset(config, translator.preprocessor)
     accumulation = accumulation_steps(config)
     period = config["eval"]["steps"]
     stopper = _StopAtStep(max_step, time_limit)

@@ -33,7 +33,7 @@ from kerasnmt.export import export_translator, next_version_path  # noqa: E402
 from kerasnmt.training_run import (  # noqa: E402
     TRAINING_KEYS,
     build_sampler,
-    export_options,
+    decoding_options,
     train,
 )
 
@@ -104,7 +104,7 @@ def main(argv=None):
     path = next_version_path(args.saved_models)
     banner(f"3. Export to {path}")
     export_translator(result.translator, path, sampler=build_sampler(config),
-                      **export_options(config))
+                      **decoding_options(config))
     print("exported (signatures: serving_default, n_best)")
 
     banner("4. Translating the test set through the SavedModel (tf.saved_model.load)")
