@@ -30,7 +30,9 @@ class TranslateFunction:
         width_buckets: the source widths decoded (`source_width_buckets`), the last
             `maximum_source_length`.
         batch_size_buckets: the row counts decoded.
-        length_ratio, length_offset: the decoding length limit (`kerasnmt.inference.widths`).
+        length_ratio: `a` of the decoding length limit `floor(a * n) + b`
+            (`kerasnmt.inference.widths`).
+        length_offset: `b` of that limit.
         replace_unknown_target: replace each unknown target token by the source token it
             attends to most.
         jit_compile: XLA-compile the decoding.
