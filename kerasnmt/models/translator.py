@@ -1,13 +1,11 @@
 """The translation model users fit, evaluate (and later translate with and export)."""
 
 import functools
-import warnings
 
 import keras
-import numpy as np
 import tensorflow as tf
 
-from kerasnmt.data.training_pipeline import make_training_batches
+from kerasnmt.data.string_arrays import string_array
 from kerasnmt.data.vocabulary import END_OF_SENTENCE_ID, START_OF_SENTENCE_ID
 from kerasnmt.layers.beam_sampler import BeamSampler
 from kerasnmt.layers.transformer_decoder import TransformerDecoder
@@ -26,11 +24,8 @@ from kerasnmt.training.losses import (
     cross_entropy_sequence_loss,
     guided_alignment_cost,
 )
-from kerasnmt.training.accumulation import accumulation_steps
-from kerasnmt.training.inv_sqrt_decay import InvSqrtDecay
+from kerasnmt.training import fitting
 from kerasnmt.training.noam_decay import NoamDecay
-from kerasnmt.training.schedule_wrapper import ScheduleWrapper
-from kerasnmt.training.non_finite_loss import StopOnNonFiniteLoss
 from kerasnmt.training.perplexity import Perplexity
 
 # The logits of every token but </s> when a translation reaches its length limit, and of
@@ -80,32 +75,6 @@ def _embeddings_initializer(name, num_units):
         f"Translator: embeddings_initializer must be one of {EMBEDDINGS_INITIALIZERS}, "
         f"got {name!r}"
     )
-
-
-def _is_string_spec(spec):
-    return isinstance(spec, tf.TensorSpec) and spec.dtype == tf.string
-
-
-def model_data(features, labels):
-    """Batched `(features, labels)` of the preprocessor -> the model's `(x, y)`.
-
-    `x = {"source_ids", "source_length", "target_ids"}` and
-    `y = {"ids_out", "length"[, "alignment"]}`, int32 (float32 alignment); string
-    components (`"tokens"`) are left out, so none reaches the train step. Map it over a
-    dataset of batches to use `train_on_batch` or a custom loop.
-    """
-    x = {
-        "source_ids": tf.cast(features["ids"], tf.int32),
-        "source_length": tf.cast(features["length"], tf.int32),
-        "target_ids": tf.cast(labels["ids"], tf.int32),
-    }
-    y = {
-        "ids_out": tf.cast(labels["ids_out"], tf.int32),
-        "length": tf.cast(labels["length"], tf.int32),
-    }
-    if "alignment" in labels:
-        y["alignment"] = tf.cast(labels["alignment"], tf.float32)
-    return x, y
 
 
 @keras.saving.register_keras_serializable(package="kerasnmt")
@@ -168,6 +137,7 @@ class Translator(keras.Model):
 
     Examples:
         >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
+        >>> from kerasnmt.training.fitting import model_data
         >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
         >>> preprocessor = TranslationPreprocessor(
         ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary)
@@ -682,7 +652,7 @@ class Translator(keras.Model):
             `[len(tokens), source tokens]` attention weights).
         """
         return translate(
-            self, _string_array(sentences, "sentences"), sampler, batch_size, return_details,
+            self, string_array(sentences, "sentences"), sampler, batch_size, return_details,
             replace_unknown_target, jit_compile, shortlist, decoding_threads,
             maximum_source_length, length_ratio, length_offset,
         )
@@ -746,72 +716,6 @@ class Translator(keras.Model):
             tf.reshape(negative_log_likelihood, [-1]), sample_weight=weights
         )
 
-    # Data.
-
-    def _batches(self, x, y, batch_size, shuffle, batching, what):
-        """Any accepted data -> a dataset of the model's `(x, y)` batches."""
-        if isinstance(x, tf.data.Dataset):
-            if y is not None:
-                raise ValueError(f"Translator.{what}: with a tf.data.Dataset, y must be None")
-            dataset = x
-        else:
-            if x is None or y is None:
-                raise ValueError(
-                    f"Translator.{what}: give x and y (source and target sentences) or a "
-                    "tf.data.Dataset"
-                )
-            sources, targets = _string_array(x, "x"), _string_array(y, "y")
-            if len(sources) != len(targets):
-                raise ValueError(
-                    f"Translator.{what}: x has {len(sources)} sentences but y has {len(targets)}"
-                )
-            dataset = tf.data.Dataset.from_tensor_slices((sources, targets))
-            if shuffle:
-                dataset = dataset.shuffle(len(sources), reshuffle_each_iteration=True)
-        spec = dataset.element_spec
-        if isinstance(spec, tuple) and isinstance(spec[0], dict) and "source_ids" in spec[0]:
-            return dataset  # Already the model's (x, y), e.g. Keras' own validation call.
-        if isinstance(spec, tuple) and len(spec) in (2, 3) and all(map(_is_string_spec, spec)):
-            if spec[0].shape.rank == 0:
-                dataset = make_training_batches(
-                    dataset,
-                    self.preprocessor,
-                    batch_size or 32,
-                    num_replicas=self.distribute_strategy.num_replicas_in_sync,
-                    **batching,
-                )
-            else:
-                dataset = dataset.map(self.preprocessor, num_parallel_calls=tf.data.AUTOTUNE)
-        elif not (
-            isinstance(spec, tuple)
-            and len(spec) == 2
-            and isinstance(spec[0], dict)
-            and "ids" in spec[0]
-            and "ids_out" in spec[1]
-        ):
-            raise ValueError(
-                f"Translator.{what}: expected a dataset of (source, target[, alignment]) "
-                "strings, or of batched (features, labels) from the kerasnmt data pipeline; "
-                f"got elements {spec}"
-            )
-        return dataset.map(model_data).prefetch(tf.data.AUTOTUNE)
-
-    def _set_accumulation(self, steps):
-        optimizer = getattr(self.optimizer, "inner_optimizer", self.optimizer)
-        current = optimizer.gradient_accumulation_steps or 1
-        if steps == current:
-            return
-        if optimizer.built:
-            raise ValueError(
-                f"Translator.fit: effective_batch_size needs {steps} accumulated batches but the "
-                f"optimizer was already built with {current}; compile again to change it"
-            )
-        optimizer.gradient_accumulation_steps = steps if steps > 1 else None
-        if isinstance(optimizer._learning_rate, (NoamDecay, InvSqrtDecay)):
-            optimizer._learning_rate.step_duration = steps
-        elif isinstance(optimizer._learning_rate, ScheduleWrapper):
-            optimizer._learning_rate.accumulation_steps = steps
-
     def compile(self, optimizer=None, **kwargs):
         """`keras.Model.compile`; the default optimizer is OpenNMT-tf's Transformer one.
 
@@ -874,34 +778,13 @@ class Translator(keras.Model):
         Returns:
             The Keras `History`.
         """
-        batching = dict(
-            batch_type=batch_type,
-            length_bucket_width=length_bucket_width,
+        return fitting.fit(
+            self, x, y, batch_size=batch_size, batch_type=batch_type,
+            effective_batch_size=effective_batch_size, length_bucket_width=length_bucket_width,
             pad_to_bucket_boundary=pad_to_bucket_boundary,
             maximum_features_length=maximum_features_length,
-            maximum_labels_length=maximum_labels_length,
-        )
-        dataset = self._batches(x, y, batch_size, shuffle, batching, "fit")
-        if validation_data is not None:
-            validation_data = self._batches(
-                *_split_validation(validation_data), batch_size, False, batching, "fit"
-            )
-        if dataset.cardinality() != tf.data.INFINITE_CARDINALITY:
-            if kwargs.get("steps_per_epoch") is None:
-                # Bucketing makes the number of batches vary from one pass to the next, and
-                # Keras would cut later epochs to the first one's count: count one pass, and
-                # let each epoch draw that many batches from an endless stream instead.
-                kwargs["steps_per_epoch"] = int(dataset.reduce(0, lambda count, _: count + 1))
-            dataset = dataset.repeat()
-        self._set_accumulation(accumulation_steps(
-            effective_batch_size, batch_size or 32, self.distribute_strategy.num_replicas_in_sync))
-        callbacks = [StopOnNonFiniteLoss()] + list(callbacks or [])
-        return super().fit(
-            dataset,
-            validation_data=validation_data,
-            callbacks=callbacks,
-            shuffle=False,  # Sentences are shuffled in tf.data, before bucketing.
-            **kwargs,
+            maximum_labels_length=maximum_labels_length, shuffle=shuffle,
+            validation_data=validation_data, callbacks=callbacks, **kwargs,
         )
 
     def evaluate(self, x=None, y=None, batch_size=None, batch_type="examples", **kwargs):
@@ -910,11 +793,8 @@ class Translator(keras.Model):
         Returns the plain (not label-smoothed) token cross-entropy as `loss`, with
         `accuracy` and `perplexity`, as Keras' `evaluate` does.
         """
-        dataset = self._batches(x, y, batch_size, False, dict(batch_type=batch_type), "evaluate")
-        with warnings.catch_warnings():
-            # Keras warns when a dataset of unknown length ends, which here is normal.
-            warnings.filterwarnings("ignore", message="Your input ran out of data")
-            return super().evaluate(dataset, **kwargs)
+        return fitting.evaluate(self, x, y, batch_size=batch_size, batch_type=batch_type,
+                                **kwargs)
 
     def get_config(self):
         config = super().get_config()
@@ -953,27 +833,6 @@ def _without_attention(step_fn):
         return logits, None, state
 
     return step_without_attention
-
-
-def _string_array(values, name):
-    if isinstance(values, tf.Tensor):
-        if values.dtype != tf.string or values.shape.rank != 1:
-            raise ValueError(f"Translator: {name} must be a 1-D string tensor, got {values}")
-        return values
-    array = np.asarray(values, dtype=object)
-    if array.ndim != 1 or not all(isinstance(v, (str, bytes)) for v in array):
-        raise ValueError(
-            f"Translator: {name} must be a 1-D array or list of sentences (str or bytes), "
-            f"got {type(values).__name__} of shape {array.shape}"
-        )
-    return tf.constant(array.tolist(), dtype=tf.string)
-
-
-def _split_validation(validation_data):
-    if isinstance(validation_data, tf.data.Dataset):
-        return validation_data, None
-    sources, targets = validation_data
-    return sources, targets
 
 
 def _fit_alignment(alignment, attention_shape):

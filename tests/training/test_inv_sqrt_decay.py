@@ -105,16 +105,18 @@ def test_inside_a_schedule_wrapper():
 
 @pytest.mark.parametrize("wrapped", [False, True])
 def test_translator_counts_weight_updates_with_gradient_accumulation(wrapped):
+    from kerasnmt.training.fitting import set_gradient_accumulation
     from tests.models.translator_fixtures import tiny_translator
 
     schedule = InvSqrtDecay(0.005, 2000)
     translator = tiny_translator()
     translator.compile(optimizer=keras.optimizers.Adam(
         ScheduleWrapper(schedule) if wrapped else schedule))
-    translator._set_accumulation(4)  # what fit(effective_batch_size=...) does
+    set_gradient_accumulation(translator.optimizer, 4)  # what fit(effective_batch_size=...) does
     optimizer_schedule = translator.optimizer._learning_rate
     if wrapped:
-        assert optimizer_schedule.accumulation_steps == 4 and schedule.step_duration == 1
+        assert optimizer_schedule.accumulation_steps == 4
     else:
         assert optimizer_schedule.step_duration == 4
+    assert schedule.step_duration == 1  # the caller's schedule object is left as it was
     assert math.isclose(float(optimizer_schedule(4 * 1999)), 0.005, rel_tol=1e-6)
