@@ -44,6 +44,7 @@ Signatures:
   excluded, over the truncated source tokens; zeros on padding).
 """
 
+import glob
 import os
 import shutil
 import tempfile
@@ -174,6 +175,11 @@ def _write_atomically(archive, path):
     path = os.path.abspath(path)
     parent = os.path.dirname(path)
     os.makedirs(parent, exist_ok=True)
+    # A killed export of this path left its partial directory: removed (one export of a
+    # path at a time). A `.NAME.old-*` is never removed: it may hold the last complete one.
+    for stale in glob.glob(os.path.join(glob.escape(parent),
+                                        f".{glob.escape(os.path.basename(path))}.tmp-*")):
+        shutil.rmtree(stale, ignore_errors=True)
     temporary = tempfile.mkdtemp(prefix=f".{os.path.basename(path)}.tmp-", dir=parent)
     try:
         archive.write_out(temporary, verbose=False)

@@ -460,6 +460,19 @@ def test_a_failed_export_leaves_the_previous_one_intact(whitespace_export, tmp_p
     assert greedy["translations"].shape == (len(SENTENCES), 1)
 
 
+def test_an_export_removes_what_a_killed_export_of_its_path_left(whitespace_export, tmp_path):
+    """A killed export leaves `.1.tmp-*`; the next export of `1` removes it, and leaves
+    another path's partial directory and an `.old-*` one (possibly the last complete
+    export) alone."""
+    translator, _ = whitespace_export
+    path = tmp_path / "ende" / "1"
+    for name in (".1.tmp-killed/variables", ".2.tmp-running", ".1.old-kept"):
+        (path.parent / name).mkdir(parents=True)
+    export_translator(translator, path, sampler=BeamSampler(beam_size=1, max_length=20),
+                      maximum_source_length=8, jit_compile=False)
+    assert sorted(os.listdir(path.parent)) == [".1.old-kept", ".2.tmp-running", "1"]
+
+
 def test_next_version_path(tmp_path):
     base = tmp_path / "ende"
     assert next_version_path(base) == str(base / "1")
