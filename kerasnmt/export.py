@@ -58,6 +58,7 @@ from kerasnmt.inference.widths import (
     DEFAULT_LENGTH_RATIO,
     DEFAULT_MAXIMUM_SOURCE_LENGTH,
     check_buckets,
+    check_maximum_source_length,
     source_width_buckets,
 )
 from kerasnmt.layers import BeamSampler
@@ -115,14 +116,7 @@ def export_translator(
         `path`.
     """
     sampler = BeamSampler() if sampler is None else sampler
-    if (
-        isinstance(maximum_source_length, bool)
-        or not isinstance(maximum_source_length, int)
-        or maximum_source_length < 1
-    ):
-        raise ValueError(
-            f"maximum_source_length must be a positive integer, got {maximum_source_length!r}"
-        )
+    check_maximum_source_length(maximum_source_length)
     if source_length_buckets is None:
         source_length_buckets = source_width_buckets(maximum_source_length)
     source_length_buckets = check_buckets("source_length_buckets", source_length_buckets)

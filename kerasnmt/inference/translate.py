@@ -24,6 +24,7 @@ from kerasnmt.inference.widths import (
     DEFAULT_LENGTH_OFFSET,
     DEFAULT_LENGTH_RATIO,
     DEFAULT_MAXIMUM_SOURCE_LENGTH,
+    check_maximum_source_length,
     source_width_buckets,
     width_of,
 )
@@ -61,6 +62,7 @@ def translate(translator, sentences, sampler=None, batch_size=32, return_details
     ):
         raise ValueError(f"Translator.translate: decoding_threads must be an int >= 1, got "
                          f"{decoding_threads!r}")
+    check_maximum_source_length(maximum_source_length)
     alignment = bool(return_details or replace_unknown_target)
     widths = source_width_buckets(maximum_source_length)
     options = (json.dumps(_sampler_config(sampler), sort_keys=True, default=str),

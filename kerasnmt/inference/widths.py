@@ -50,6 +50,20 @@ def source_width_buckets(maximum_source_length):
     return source_width_ladder(maximum_source_length) + [maximum_source_length]
 
 
+def check_maximum_source_length(value):
+    """A `ValueError` unless `value` is a positive int (sources are cut to this many
+    tokens).
+
+    Examples:
+        >>> check_maximum_source_length(None)
+        Traceback (most recent call last):
+        ...
+        ValueError: maximum_source_length must be a positive integer, got None
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"maximum_source_length must be a positive integer, got {value!r}")
+
+
 def check_buckets(name, buckets):
     """`buckets` as a list of increasing positive ints, or a `ValueError` naming `name`."""
     buckets = [int(value) for value in buckets]

@@ -145,3 +145,14 @@ def test_translate_streams_are_cut_to_fit_the_shortlist():
             for key in ("score", "log_prob", "alignment"):
                 np.testing.assert_allclose(hypothesis[key], expected_hypothesis[key],
                                            atol=1e-5)
+
+
+@pytest.mark.parametrize("maximum", [0, None, 2.5, True])
+def test_translate_and_export_refuse_a_bad_maximum_source_length(maximum, tmp_path):
+    translator = tiny_translator(seed=1)
+    message = "maximum_source_length must be a positive integer"
+    with pytest.raises(ValueError, match=message):
+        translator.translate(["a b"], maximum_source_length=maximum)
+    with pytest.raises(ValueError, match=message):
+        translator.export(tmp_path / "1", maximum_source_length=maximum)
+    assert not (tmp_path / "1").exists()
