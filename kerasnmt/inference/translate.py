@@ -34,6 +34,11 @@ from kerasnmt.layers import BeamSampler
 # the outputs; batch search groups sentences within a block).
 BLOCK_BATCHES = 64
 _SOURCE_SPEC = tf.TensorSpec([None], tf.string)
+_FEATURES_SPEC = {  # what source_features returns
+    "ids": tf.TensorSpec([None, None], tf.int32),
+    "length": tf.TensorSpec([None], tf.int32),
+    "tokens": tf.TensorSpec([None, None], tf.string),
+}
 
 
 def translate(translator, sentences, sampler=None, batch_size=32, return_details=False,
@@ -74,11 +79,11 @@ def translate(translator, sentences, sampler=None, batch_size=32, return_details
     if not sampler.compact_batch:
         results = []
         for start in range(0, len(sentences), block):
-            sources = sentences[start:start + block]
+            features = features_of(sentences[start:start + block])
             # The widths up to the one of the longest source: the graph traces a decode
             # for each of its widths, and a short request need not trace the wide ones.
             # Each sentence still gets the SavedModel's width.
-            longest = int(np.max(features_of(sources)["length"].numpy(), initial=0))
+            longest = int(np.max(features["length"].numpy(), initial=0))
             used = widths[: widths.index(width_of(longest, widths)) + 1]
             function = _cached(
                 translator, ("batch", options, batch_size, maximum_source_length, tuple(used),
@@ -87,8 +92,8 @@ def translate(translator, sentences, sampler=None, batch_size=32, return_details
                     translator, sampler, maximum_source_length, used, [batch_size],
                     length_ratio, length_offset, replace_unknown_target, jit_compile,
                     shortlist, alignment,
-                ).details, input_signature=[_SOURCE_SPEC], autograph=False))
-            results += _python_results(function(sources), return_details)
+                ).details, input_signature=[_FEATURES_SPEC], autograph=False))
+            results += _python_results(function(features), return_details)
         return results
     decode = _cached(translator, ("decode", options), lambda: decode_function(
         translator, sampler, jit_compile, length_ratio, length_offset, alignment))

@@ -51,7 +51,8 @@ class TranslateFunction:
         ...     translator, BeamSampler(beam_size=2, max_length=6), 8, [8], [4], 2.0, 10,
         ...     replace_unknown_target=False, jit_compile=False, shortlist=None)
         >>> outputs = function.serving_default(tf.constant(["a b", " "]))
-        >>> outputs["translation"].shape, outputs["translation"][1].numpy(), float(outputs["score"][1])
+        >>> translations, scores = outputs["translation"], outputs["score"]
+        >>> translations.shape, translations[1].numpy(), float(scores[1])
         (TensorShape([2]), b'', 0.0)
     """
 
@@ -73,10 +74,14 @@ class TranslateFunction:
     def hypotheses(self, source):
         """`[B]` strings -> the decode outputs (`[B, n, ...]`) and the source features."""
         features = source_features(self.preprocessor, source, self.maximum_source_length)
+        return self._decoded(features), features
+
+    def _decoded(self, features):
+        """The decode outputs of `source_features`, nothing for a sentence of no token."""
         length = features["length"]
         outputs = self._decode_by_width(features["ids"], length)
         empty = tf.equal(length, 0)
-        outputs = {
+        return {
             key: tf.where(
                 tf.reshape(empty, tf.concat([[-1], tf.ones([tf.rank(value) - 1], tf.int32)], 0)),
                 tf.zeros_like(value),
@@ -84,7 +89,6 @@ class TranslateFunction:
             )
             for key, value in outputs.items()
         }
-        return outputs, features
 
     def _texts(self, outputs, features, with_alignments):
         return hypothesis_texts(
@@ -110,11 +114,12 @@ class TranslateFunction:
             result["alignments"] = texts["alignments"]
         return result
 
-    def details(self, source):
-        """Everything `Translator.translate` returns, as tensors (never a signature):
+    def details(self, features):
+        """Everything `Translator.translate` returns, as tensors (never a signature), from
+        the `source_features` of the sentences (which `translate` has already computed):
         `texts`, `tokens`, `token_counts`, `scores`, `log_probs`, `source_length`, and
         `alignments` when the function records them."""
-        outputs, features = self.hypotheses(source)
+        outputs = self._decoded(features)
         result = self._texts(outputs, features, self.alignment)
         result.update(scores=outputs["scores"], log_probs=outputs["log_probs"],
                       source_length=features["length"])
