@@ -775,14 +775,11 @@ _RENAMED_KEYS = {
     "scale": "params.learning_rate",
 }
 
-# OpenNMT-tf options that kerasnmt does not have.
 # OpenNMT-tf options kerasnmt reads nowhere, by path: translations are grouped by source
 # width (kerasnmt.inference.widths), not by these buckets.
-_UNUSED_KEYS = {
-    "eval.length_bucket_width": "translations are grouped by source width",
-    "infer.length_bucket_width": "translations are grouped by source width",
-}
+_BUCKET_KEYS_UNUSED = {"eval.length_bucket_width", "infer.length_bucket_width"}
 
+# OpenNMT-tf options that kerasnmt does not have.
 _OPENNMT_TF_ONLY = {
     "average_loss_in_time", "regularization", "freeze_layers", "contrastive_learning",
     "decoding_noise", "example_weights", "export_vocabulary_assets", "source_embedding",
@@ -929,9 +926,9 @@ def _get(config, key_path):
 
 
 def _unknown_key_message(key, path, section):
-    if path in _UNUSED_KEYS:
-        return (f"{path}: an OpenNMT-tf option kerasnmt does not use ({_UNUSED_KEYS[path]}, "
-                "see docs/decoding.md); remove it")
+    if path in _BUCKET_KEYS_UNUSED:
+        return (f"{path}: an OpenNMT-tf option kerasnmt does not use (translations are "
+                "grouped by source width, see docs/decoding.md); remove it")
     if key in _RENAMED_KEYS:
         return f"{path}: unknown key (kerasnmt calls it {_RENAMED_KEYS[key]})"
     if key in _OPENNMT_TF_ONLY:
