@@ -16,9 +16,9 @@ when beams finish), so an untrained model's figures mean little.
 Prints for each search, over one cold pass (fresh compiled-function cache: tracing and
 XLA compilation of every batch shape included) and one warm pass (the same translator
 again): sentences/s, target tokens/s (SentencePiece pieces of the best hypotheses,
-`</s>` not counted), the process CPU time (with its target tokens per CPU-second, a figure that depends less
-on other processes sharing the cores: on 2 otherwise idle cores, tokens/s would be at
-most twice it), the peak resident memory of the process, BLEU against
+`</s>` not counted), the process CPU time (with its target tokens per CPU-second, a
+figure that depends less on other processes sharing the cores: on 2 otherwise idle cores,
+tokens/s would be at most twice it), the peak resident memory of the process, BLEU against
 `test_2016_flickr.de`, and the load average of the machine before and after.
 
 Not a test; run it on a quiet machine, in the background:

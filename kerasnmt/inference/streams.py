@@ -19,7 +19,8 @@ def decoding_streams(batches, num_slots, width_buckets, maximum_size=None, short
 
     Args:
         batches: an iterable of NumPy feature dicts (`"index"`, `"ids"` `[B, S]`,
-            `"length"`, and optionally `"tokens"` `[B, S]`), e.g. from `inference_dataset`.
+            `"length"`, and optionally `"tokens"` `[B, S]`), e.g. `source_features`
+            outputs as NumPy with an `"index"` added (as `translate` does).
         num_slots: the decoding slots.
         width_buckets: the source widths (`source_width_buckets`).
         maximum_size: the most sentences in a stream.

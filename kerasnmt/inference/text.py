@@ -34,11 +34,13 @@ def hypothesis_texts(preprocessor, outputs, source_length, source_tokens=None,
 
     Examples:
         >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
-        >>> vocabulary = ["<blank>", "<s>", "</s>", "X", "Y"]
-        >>> preprocessor = TranslationPreprocessor(
-        ...     WhitespaceTokenizer(), WhitespaceTokenizer(), ["<blank>", "<s>", "</s>", "ein", "Haus"], vocabulary)
+        >>> source_vocabulary = ["<blank>", "<s>", "</s>", "ein", "Haus"]
+        >>> target_vocabulary = ["<blank>", "<s>", "</s>", "X", "Y"]  # 5: <unk>
+        >>> preprocessor = TranslationPreprocessor(WhitespaceTokenizer(), WhitespaceTokenizer(),
+        ...                                        source_vocabulary, target_vocabulary)
+        >>> attention = [[.6, .3, .9], [.2, .7, .9], [.5, .5, 0.], [0., 0., 0.]]
         >>> outputs = {"ids": tf.constant([[[3, 5, 4, 0]]]), "lengths": tf.constant([[3]]),
-        ...            "alignment": tf.constant([[[[.6, .3, .9], [.2, .7, .9], [.5, .5, 0.], [0., 0., 0.]]]])}
+        ...            "alignment": tf.constant([[attention]])}
         >>> texts = hypothesis_texts(preprocessor, outputs, tf.constant([2]),
         ...                          tf.constant([["ein", "Haus"]]), with_alignments=True)
         >>> texts["texts"].numpy().tolist(), texts["alignments"].shape
