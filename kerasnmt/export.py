@@ -12,8 +12,8 @@ for batch search:
    each source is cut to its first `maximum_source_length` tokens; a sentence with no
    token (empty or whitespace only) translates to the empty string with score 0;
 2. each sentence's token ids are padded to the smallest source width of
-   `source_length_buckets` that holds it (by default 8, 12, 16, 24, 32, 48, ...: two a
-   doubling, see `kerasnmt.inference.widths`), and the sentences of each width, longest
+   `source_length_buckets` that holds it (by default 8, 16, 32, 64, ...: see
+   `kerasnmt.inference.widths`), and the sentences of each width, longest
    first, to the smallest of `batch_size_buckets` that holds them (more go through in
    chunks of the largest), so the numeric decoding sees a few shapes only, and a long
    sentence does not widen the decoding of the short ones of its request;

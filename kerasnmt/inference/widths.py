@@ -2,11 +2,11 @@
 
 Every path that decodes text (`Translator.translate`, its decoding streams, the
 SavedModel, and `Translator.decode` when the width is unknown at tracing time) pads a
-sentence to the smallest width of `source_width_buckets` that holds it: 8, 12, 16, 24, 32,
-48, 64, 96, ... (two widths per doubling, so a sentence is padded by less than half its
-length), the last one `maximum_source_length`. Few shapes, each a trace and, under XLA,
-a compilation; and little padding, since a decoding step's cost grows with the width
-(the cross-attention, and the caches through the decoding length below).
+sentence to the smallest width of `source_width_buckets` that holds it: 8, 16, 32, 64,
+..., the last one `maximum_source_length`. Each width is a trace and, under XLA, a
+compilation (seconds each, paid by the first request of that width), so one width per
+doubling: two per doubling (8, 12, 16, 24, ...) pad less but made a cold start about 1.7
+times slower (docs/benchmarks.md, "One translation path, before and after").
 
 Decoding length: a sentence of `n` source tokens gets at most
 `min(sampler.max_length, max(sampler.min_length, floor(length_ratio * n) + length_offset))`
@@ -23,17 +23,15 @@ DEFAULT_LENGTH_OFFSET = 10
 
 
 def source_width_ladder(limit):
-    """The widths 8, 12, 16, 24, 32, 48, ... below `limit` (`8 * 2**k` and `12 * 2**k`).
+    """The widths 8, 16, 32, 64, ... below `limit` (`8 * 2**k`).
 
     Examples:
         >>> source_width_ladder(100)
-        [8, 12, 16, 24, 32, 48, 64, 96]
+        [8, 16, 32, 64]
     """
     widths, width = [], SMALLEST_SOURCE_WIDTH
     while width < limit:
         widths.append(width)
-        if width * 3 // 2 < limit:
-            widths.append(width * 3 // 2)
         width *= 2
     return widths
 
@@ -43,7 +41,7 @@ def source_width_buckets(maximum_source_length):
 
     Examples:
         >>> source_width_buckets(100)
-        [8, 12, 16, 24, 32, 48, 64, 96, 100]
+        [8, 16, 32, 64, 100]
         >>> source_width_buckets(12)
         [8, 12]
     """

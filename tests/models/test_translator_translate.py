@@ -255,13 +255,13 @@ def test_hypothesis_texts_replace_unknown_tokens_from_real_source_positions_only
     assert texts["texts"].numpy().tolist() == [[b"X <unk> <unk>"]] and "alignments" not in texts
 
 
-def test_source_width_buckets_two_a_doubling():
-    assert source_width_buckets(256) == [8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256]
-    assert source_width_buckets(100) == [8, 12, 16, 24, 32, 48, 64, 96, 100]
+def test_source_width_buckets_one_a_doubling():
+    assert source_width_buckets(256) == [8, 16, 32, 64, 128, 256]
+    assert source_width_buckets(100) == [8, 16, 32, 64, 100]
     assert source_width_buckets(8) == [8] and source_width_buckets(5) == [5]
     buckets = source_width_buckets(256)
-    assert [width_of(n, buckets) for n in (0, 1, 8, 9, 13, 17, 25, 33, 49, 200)] == [
-        8, 8, 8, 12, 16, 24, 32, 48, 64, 256]
+    assert [width_of(n, buckets) for n in (0, 1, 8, 9, 16, 17, 33, 65, 129, 200)] == [
+        8, 8, 8, 16, 16, 32, 64, 128, 256, 256]
 
 
 def test_decode_with_a_source_width_unknown_when_tracing():
@@ -269,13 +269,13 @@ def test_decode_with_a_source_width_unknown_when_tracing():
     in the graph, chosen by the actual width, with the static decode's results (traced
     for the static width)."""
     translator = tiny_translator(seed=1)
-    # Widths 8 (T=27), 12 (35), 16 (43), 24 (59), then the sampler's 60 steps.
+    # Widths 8 (T=27), 16 (43), then the sampler's 60 steps (width 32 would need 75).
     sampler = BeamSampler(beam_size=2, n_best=2, max_length=60)
     decode = tf.function(
         lambda ids, length: translator.decode(ids, length, sampler),
         input_signature=[tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None], tf.int32)],
     )
-    for width, steps in ((5, 27), (20, 59), (30, 60)):
+    for width, steps in ((5, 27), (12, 43), (20, 60)):
         ids = np.pad(SOURCE_IDS, [[0, 0], [0, width - 5]])
         expected = tf.function(lambda ids: translator.decode(ids, SOURCE_LENGTH, sampler))(ids)
         outputs = decode(ids, SOURCE_LENGTH)
