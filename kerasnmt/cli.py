@@ -354,10 +354,11 @@ def average_checkpoints(parser):
     """Average the weights of the last checkpoints of a training run.
 
     Reads the configuration (for the model's shape), averages every trainable weight
-    over the last --max-count checkpoints of model_dir (newest first, as OpenNMT-tf's
-    average_checkpoints) and writes the result as one checkpoint in --output
-    (default: MODEL_DIR/avg), numbered with the newest averaged step. `kerasnmt export`
-    and `kerasnmt translate` take it by default when it is the newest.
+    over the last --max-count readable checkpoints of model_dir (newest first, as
+    OpenNMT-tf's average_checkpoints; a damaged one is reported and skipped) and writes
+    the result as one checkpoint in --output (default: MODEL_DIR/avg), numbered with the
+    newest averaged step. `kerasnmt export` and `kerasnmt translate` take it by default
+    when it is the newest.
     """
     parser.add_argument("--config", required=True, metavar="RUN_YML", help="the run configuration")
     parser.add_argument(

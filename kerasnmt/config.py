@@ -669,7 +669,8 @@ _SCHEMA = {
             8,
             _Integer(minimum=0),
             "At the end of training, average this many last checkpoints into "
-            "`model_dir/avg`; 0 does not average.",
+            "`model_dir/avg` (a damaged one is reported and skipped: the newest readable "
+            "ones); 0 does not average.",
         ),
         "mixed_precision": _Option(
             None,

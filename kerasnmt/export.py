@@ -42,6 +42,9 @@ Signatures:
   `with_alignments=True`, `alignments` float32 `[None, n, target_length, source_length]`
   (the last decoder layer's first attention head: one row per target token, `</s>`
   excluded, over the truncated source tokens; zeros on padding).
+
+A `source` that is not 1-D (a 2-D batch, a scalar) is an `InvalidArgumentError` raised by
+the graph, whichever loader runs it.
 """
 
 import glob

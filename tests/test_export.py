@@ -5,6 +5,7 @@ import base64
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from tensorflow.core.protobuf import saved_model_pb2
+from tensorflow.core.protobuf import config_pb2, saved_model_pb2
 
 from kerasnmt.data import train_sentencepiece
 from kerasnmt.data.lexical_shortlist import LexicalShortlist
@@ -232,6 +233,77 @@ def test_bad_inputs_do_not_crash_the_loaded_model(whitespace_export, whitespace_
     # A long sentence is cut to its first maximum_source_length tokens; bytes that are
     # not UTF-8 become U+FFFD (here an unknown token).
     assert translations[3:] == _translations(translator, [first_tokens, "a \ufffd b", "d e"])
+
+
+def _not_a_batch(shape):
+    """The error of a source that is not a 1-D batch, as a pattern."""
+    return re.escape(f"expected a 1-D batch of strings (shape [batch]), got shape {shape}")
+
+
+def _flavour_sentences(flavour):
+    return SENTENCES[:4] if flavour == "whitespace" else [
+        "A man rides a bike.", "Zwei Hunde spielen.", "Two dogs play.", "A woman sings."]
+
+
+@pytest.mark.parametrize("flavour", ["whitespace", "sentencepiece"])
+def test_the_loaded_signatures_refuse_a_source_that_is_not_a_1d_batch(
+    flavour, whitespace_export, sentencepiece_export, whitespace_model
+):
+    """Both signatures refuse a 2-D batch and a scalar in the graph: the declared `[None]`
+    is not checked when `tf.saved_model.load` runs them (a SentencePiece model translated
+    each string of a 2-D batch, and a scalar as a batch of one). A 1-D batch translates as
+    `translate` does."""
+    translator, path = whitespace_export if flavour == "whitespace" else sentencepiece_export
+    model = whitespace_model if flavour == "whitespace" else _loaded(path)
+    sentences = _flavour_sentences(flavour)
+    for name in (SERVING_SIGNATURE, N_BEST_SIGNATURE):
+        signature = model.signatures[name]
+        with pytest.raises(tf.errors.InvalidArgumentError, match=_not_a_batch("[2, 2]")):
+            signature(source=tf.constant([sentences[:2], sentences[2:]]))
+        with pytest.raises(tf.errors.InvalidArgumentError, match=_not_a_batch("[]")):
+            signature(source=tf.constant(sentences[0]))
+    outputs = model.signatures[SERVING_SIGNATURE](source=tf.constant(sentences))
+    expected = _details(translator, sentences)
+    assert _strings(outputs["translation"]) == [n_best[0]["text"] for n_best in expected]
+    np.testing.assert_allclose(outputs["score"], [n[0]["score"] for n in expected], atol=1e-4)
+
+
+@pytest.mark.parametrize("flavour", ["whitespace", "sentencepiece"])
+def test_the_session_loader_refuses_a_source_that_is_not_a_1d_batch(
+    flavour, whitespace_export, sentencepiece_export
+):
+    """The graph TF Serving runs: loaded by the TF1 session loader, fed by the tensor names
+    of the signature. Python's `session.run` refuses a shape the `[None]` placeholder does
+    not allow before anything runs; a feed from C++, as TF Serving's `Session::Run`, is not
+    checked (here `Session::RunCallable`, which `_make_callable_from_options` wraps), and
+    the graph refuses it itself. A 1-D batch translates as `translate` does."""
+    translator, path = whitespace_export if flavour == "whitespace" else sentencepiece_export
+    sentences = [sentence.encode("utf-8") for sentence in _flavour_sentences(flavour)]
+    two_rows = np.array([sentences[:2], sentences[2:]], dtype=object)
+    with tf.compat.v1.Session(graph=tf.Graph()) as session:
+        meta_graph = tf.compat.v1.saved_model.loader.load(session, ["serve"], str(path))
+        for name in (SERVING_SIGNATURE, N_BEST_SIGNATURE):
+            signature = meta_graph.signature_def[name]
+            source = signature.inputs["source"].name
+            fetches = [signature.outputs[key].name for key in sorted(signature.outputs)]
+            with pytest.raises(ValueError, match=re.escape(
+                    f"Cannot feed value of shape (2, 2) for Tensor {source}, which has shape "
+                    "(None,)")):
+                session.run(fetches, {source: two_rows})
+            run = session._make_callable_from_options(
+                config_pb2.CallableOptions(feed=[source], fetch=fetches))
+            with pytest.raises(tf.errors.InvalidArgumentError, match=_not_a_batch("[2, 2]")):
+                run(two_rows)
+            with pytest.raises(tf.errors.InvalidArgumentError, match=_not_a_batch("[]")):
+                run(np.array(sentences[0], dtype=object))
+        signature = meta_graph.signature_def[SERVING_SIGNATURE]
+        run = session._make_callable_from_options(config_pb2.CallableOptions(
+            feed=[signature.inputs["source"].name],
+            fetch=[signature.outputs[key].name for key in ("translation", "score")]))
+        translation, score = run(np.array(sentences, dtype=object))
+    expected = _details(translator, [sentence.decode("utf-8") for sentence in sentences])
+    assert _strings(translation) == [n_best[0]["text"] for n_best in expected]
+    np.testing.assert_allclose(score, [n[0]["score"] for n in expected], atol=1e-4)
 
 
 def test_translate_and_the_saved_model_agree_on_empty_and_overlong_sources(whitespace_export,

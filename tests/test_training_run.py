@@ -344,11 +344,31 @@ def test_a_damaged_latest_checkpoint_falls_back_to_the_newest_readable_one(run_d
     assert restore_translator(config)[1] == str(model_dir / "ckpt-6")
     assert checkpoint_damage(str(model_dir / "ckpt-4")) is None  # written again at step 4
 
+    # average-checkpoints skips a damaged checkpoint: the newest two readable ones.
+    _truncate(str(model_dir / "ckpt-6"))
+    output = run_dir / "averaged"
+    assert cli.main(["average-checkpoints", "--config", str(config_path), "--max-count", "2",
+                     "--output", str(output)]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.splitlines() == [
+        f"warning: checkpoint {model_dir / 'ckpt-6'} is damaged (Read less bytes than "
+        "requested); trying the previous one"]
+    assert f"Averaged 2 checkpoints (ckpt-4, ckpt-2) into {output / 'ckpt-4'}" in captured.out
+    at_2, at_4 = (_checkpoint_weights(config_path, str(model_dir / f"ckpt-{step}"))
+                  for step in (2, 4))
+    for value, a, b in zip(_checkpoint_weights(config_path, str(output)), at_2, at_4):
+        np.testing.assert_allclose(value, (a + b) / 2, rtol=1e-6, atol=1e-7)
+
     # Every checkpoint damaged: one clear line, exit 2.
     for step in (2, 4, 6):
         _truncate(str(model_dir / f"ckpt-{step}"))
     assert cli.main(["train", "--config", str(config_path), "--verbose", "0"]) == 2
     assert "no readable checkpoint:" in capsys.readouterr().err
+    assert cli.main(["average-checkpoints", "--config", str(config_path), "--output",
+                     str(output)]) == 2
+    error = capsys.readouterr().err.splitlines()[-1]
+    assert error == "kerasnmt average-checkpoints: error: no readable checkpoint: " + "; ".join(
+        f"{model_dir / f'ckpt-{step}'} (Read less bytes than requested)" for step in (6, 4, 2))
 
 
 @pytest.mark.parametrize("signal_number", [signal.SIGTERM, signal.SIGINT])

@@ -1,7 +1,8 @@
 """Text in, translations out, in one graph: what the SavedModel's signatures run and what
 `Translator.translate` calls for batch search.
 
-1. `source_features`: valid UTF-8, tokens, cut to `maximum_source_length`, ids;
+1. `source_features` of a 1-D batch (any other shape is refused): valid UTF-8, tokens,
+   cut to `maximum_source_length`, ids;
 2. each sentence padded to the smallest of `width_buckets` that holds it; the sentences of
    each width, longest first, padded to the smallest of `batch_size_buckets` that holds
    them (more go through in chunks of the largest; added rows repeat the shortest, so they
@@ -72,8 +73,10 @@ class TranslateFunction:
                                       length_offset, self.alignment)
 
     def hypotheses(self, source):
-        """`[B]` strings -> the decode outputs (`[B, n, ...]`) and the source features."""
-        features = source_features(self.preprocessor, source, self.maximum_source_length)
+        """`[B]` strings -> the decode outputs (`[B, n, ...]`) and the source features;
+        any other shape is an `InvalidArgumentError` when the graph runs."""
+        features = source_features(self.preprocessor, _checked_batch(source),
+                                   self.maximum_source_length)
         return self._decoded(features), features
 
     def _decoded(self, features):
@@ -217,3 +220,21 @@ class TranslateFunction:
         if self.alignment:
             signature["alignment"] = tf.TensorSpec([None, None, None, width], tf.float32)
         return signature
+
+
+def _checked_batch(source):
+    """`source`, once the graph has checked that it is 1-D: the signatures declare `[None]`,
+    but `tf.saved_model.load` runs them on any shape, and so does a session fed from C++
+    (TF Serving)."""
+    shape = tf.shape(source)
+    # The number of dimensions counted at run time: Grappler folds `tf.rank(source)` and
+    # `tf.size(shape)` to the declared rank, 1, when `tf.saved_model.load` runs a
+    # signature, which drops the check; it cannot fold this `tf.where`.
+    rank = tf.size(tf.where(shape >= 0))
+    message = tf.strings.join([
+        "expected a 1-D batch of strings (shape [batch]), got shape [",
+        tf.strings.reduce_join(tf.strings.as_string(shape), separator=", "), "]",
+    ])
+    # Checked before the tokenizer sees `source`: its own error could come first.
+    with tf.control_dependencies([tf.debugging.Assert(tf.equal(rank, 1), [message])]):
+        return tf.identity(source)

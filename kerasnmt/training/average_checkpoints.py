@@ -3,25 +3,30 @@
 import numpy as np
 import tensorflow as tf
 
+from kerasnmt.training.readable_checkpoint import newest_readable_checkpoints
+
 
 def average_checkpoints(directory, model, max_count=8):
-    """Sets `model`'s trainable weights to their average over the last `max_count` checkpoints.
+    """Sets `model`'s trainable weights to their average over the last `max_count` readable
+    checkpoints.
 
     As OpenNMT-tf's `average_checkpoints`: the checkpoints of `directory` (written by
     `CheckpointCallback`) are taken newest first, up to `max_count`, and every trainable
     weight becomes the mean of its values in them. Other variables keep the value of the
-    newest checkpoint. The model must be built with the architecture that wrote them.
+    newest checkpoint. The model must be built with the architecture that wrote them. A
+    damaged checkpoint (see `checkpoint_damage`) is reported on stderr and skipped: the
+    average is over the newest `max_count` readable ones.
 
     Args:
         directory: a checkpoint directory (with its `checkpoint` state file).
         model: the model to fill, e.g. a `Translator` with the same configuration.
-        max_count: how many recent checkpoints to average.
+        max_count: how many recent readable checkpoints to average.
 
     Returns:
         The paths of the averaged checkpoints, newest first.
 
     Raises:
-        ValueError: if `directory` holds no checkpoint.
+        ValueError: if `directory` holds no checkpoint, or only damaged ones.
 
     Examples:
         >>> import os, tempfile, keras
@@ -42,7 +47,8 @@ def average_checkpoints(directory, model, max_count=8):
     state = tf.train.get_checkpoint_state(directory)
     if state is None or not state.all_model_checkpoint_paths:
         raise ValueError(f"average_checkpoints: no checkpoint in {directory!r}")
-    paths = list(reversed(state.all_model_checkpoint_paths))[:max_count]
+    paths = newest_readable_checkpoints(list(reversed(state.all_model_checkpoint_paths)),
+                                        max_count)
     checkpoint = tf.train.Checkpoint(model=model)
     sums = None
     for path in reversed(paths):  # Oldest first, so the newest is restored last.

@@ -4,7 +4,7 @@ A run killed while it wrote a checkpoint, or a disk that filled up, can leave th
 `ckpt-STEP.data-*` file truncated: restoring it fails deep inside TensorFlow
 (`IndexError: Read less bytes than requested`). Training, translation and export instead
 read every tensor of the candidates, newest first, report each damaged one, and use the
-newest readable one.
+newest readable one (averaging, the newest readable ones).
 """
 
 import sys
@@ -50,14 +50,31 @@ def newest_readable_checkpoint(paths):
     Raises:
         ValueError: every checkpoint is damaged (each is named with its reason).
     """
-    damaged = []
+    readable = newest_readable_checkpoints(paths, 1)
+    return readable[0] if readable else None
+
+
+def newest_readable_checkpoints(paths, count):
+    """The first `count` checkpoints of `paths` (newest first) that can be read, newest
+    first: fewer when `paths` holds fewer.
+
+    Each damaged one met on the way is reported on stderr, with the reason, and skipped.
+
+    Raises:
+        ValueError: `paths` is not empty and every checkpoint is damaged (each is named
+            with its reason).
+    """
+    readable, damaged = [], []
     for path in paths:
+        if len(readable) == count:
+            break
         reason = checkpoint_damage(path)
         if reason is None:
-            return path
+            readable.append(path)
+            continue
         damaged.append(f"{path} ({reason})")
         print(f"warning: checkpoint {path} is damaged ({reason}); trying the previous one",
               file=sys.stderr, flush=True)
-    if damaged:
+    if damaged and not readable:
         raise ValueError(f"no readable checkpoint: {'; '.join(damaged)}")
-    return None
+    return readable
