@@ -2,6 +2,7 @@
 
     python bench/serve_latency.py saved_models/multi30k/1
     python bench/serve_latency.py saved_models/quickstart/1 --sentences examples/quickstart/data/test_2016_flickr.en
+    python bench/serve_latency.py saved_models/multi30k/1 --first-request cold   # then warm
 
 Loads the SavedModel with `tf.saved_model.load` in a process where `keras`, `kerasnmt`
 and `tensorflow_text` cannot be imported (a SentencePiece model gets TensorFlow Text's
@@ -17,6 +18,13 @@ first use; that is start-up cost, not serving cost). Then it prints:
   requests (one request's decoding keeps little more than one core busy);
 - the sacreBLEU of those translations against `--references` (default: the German side
   of the default test set), so that a faster export shows what it costs in quality.
+
+With `--first-request cold` or `warm`, it measures a fresh load's first requests instead
+(and nothing else): the latency of the very first request, one sentence (the file's
+first), then of the first batch of `--batch-size` sentences (the next ones); `warm` first
+runs the export's warm-up file (`assets.extra/tf_serving_warmup_requests`, read as TF
+Serving reads it: `PredictionLog` records through their signatures) and prints its
+duration and record count. Run it once for each, each in a new process.
 
 The decoding options are the export's (beam size, length penalty, ...); the figures are
 comparable only between exports with the same options, on the same machine.
@@ -56,6 +64,9 @@ def parse_arguments():
                         help="passes over the file at batch size, the best is kept")
     parser.add_argument("--concurrency", type=int, default=1,
                         help="requests in flight at once for the batch measurement")
+    parser.add_argument("--first-request", choices=("cold", "warm"),
+                        help="measure only the first requests after loading: without "
+                        "warm-up (cold) or after running the export's warm-up file (warm)")
     args = parser.parse_args()
     if args.references is None and args.sentences == DEFAULT_SENTENCES:
         args.references = DEFAULT_REFERENCES
@@ -65,6 +76,34 @@ def parse_arguments():
 def percentile(values, fraction):
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
+
+
+def first_requests(tf, model, args, sentences):
+    """Prints the latency of the first single-sentence request and the first batch request of
+    a fresh load, after running the warm-up file when `args.first_request` is `warm`."""
+    from tensorflow_serving.apis import prediction_log_pb2
+
+    if args.first_request == "warm":
+        path = os.path.join(args.saved_model, "assets.extra", "tf_serving_warmup_requests")
+        if not os.path.isfile(path):
+            sys.exit(f"{path}: no warm-up file (exported with --no-warmup?)")
+        start, records = time.perf_counter(), 0
+        for record in tf.data.TFRecordDataset(path):
+            request = prediction_log_pb2.PredictionLog.FromString(
+                record.numpy()).predict_log.request
+            model.signatures[request.model_spec.signature_name](**{
+                name: tf.constant(tf.make_ndarray(tensor))
+                for name, tensor in request.inputs.items()})
+            records += 1
+        print(f"warm-up file: {records} requests in {time.perf_counter() - start:.1f} s")
+    translate = model.signatures["serving_default"]
+    requests = [("single sentence", sentences[:1]),
+                (f"batch of {args.batch_size}", sentences[1:1 + args.batch_size])]
+    for label, batch in requests:
+        begin = time.perf_counter()
+        translate(source=tf.constant(batch))
+        print(f"first request ({args.first_request}), {label}: "
+              f"{1000 * (time.perf_counter() - begin):.0f} ms")
 
 
 def main():
@@ -90,6 +129,10 @@ def main():
     model = tf.saved_model.load(args.saved_model)
     translate = model.signatures["serving_default"]
     load_seconds = time.perf_counter() - start
+    if args.first_request:
+        print(f"SavedModel: {args.saved_model}, load {load_seconds:.1f} s")
+        first_requests(tf, model, args, sentences)
+        return
 
     singles = sentences[: args.single_sentences]
     batches = [sentences[i:i + args.batch_size] for i in range(0, len(sentences), args.batch_size)]

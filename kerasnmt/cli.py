@@ -530,7 +530,8 @@ def export(parser):
     shortlist, shortlist_width), fixed in the export. Sources are cut to --maximum-source-length
     tokens. The directory is written under a temporary name and renamed, so an
     interrupted export leaves an existing one intact. Load it with TensorFlow alone (plus
-    `import tensorflow_text` for SentencePiece models), or serve it with TF Serving.
+    `import tensorflow_text` for SentencePiece models), or serve it with TF Serving, which
+    runs its warm-up requests (one of every compiled shape) before serving it.
     """
     parser.add_argument(
         "output", metavar="OUTPUT",
@@ -560,6 +561,11 @@ def export(parser):
     _add_early_exit_argument(parser)
     _add_shortlist_argument(parser)
     _add_no_xla_argument(parser)
+    parser.add_argument(
+        "--no-warmup", action="store_true",
+        help="do not write TF Serving's warm-up file (assets.extra/tf_serving_warmup_requests: "
+        "a request of every compiled shape, run when the model is loaded)",
+    )
 
     def run(args):
         from kerasnmt.export import (
@@ -583,6 +589,7 @@ def export(parser):
             replace_unknown_target=bool(config and config["params"]["replace_unknown_target"]),
             jit_compile=not args.no_xla,
             shortlist=build_shortlist(config, translator.preprocessor, args.shortlist),
+            warmup=not args.no_warmup,
             **options,
         )
         print(f"Exported to {path}")

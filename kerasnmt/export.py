@@ -31,7 +31,8 @@ The vocabularies and the SentencePiece model are constants of the graph
 (`saved_model.pb`), so the directory is self-contained: copy it anywhere. Loading it
 needs TensorFlow only; a model that tokenizes with SentencePiece also needs the
 SentencePiece op of TensorFlow Text (`import tensorflow_text`, which stock TF Serving
-links).
+links). `assets.extra/tf_serving_warmup_requests` holds a request of every compiled shape,
+which TF Serving runs when it loads the model (`kerasnmt.serving_warmup`).
 
 Signatures:
 
@@ -65,6 +66,7 @@ from kerasnmt.inference.widths import (
     source_width_buckets,
 )
 from kerasnmt.layers import BeamSampler
+from kerasnmt.serving_warmup import warmup_requests, write_warmup_file
 
 SERVING_SIGNATURE = "serving_default"
 N_BEST_SIGNATURE = "n_best"
@@ -85,6 +87,7 @@ def export_translator(
     length_offset=DEFAULT_LENGTH_OFFSET,
     jit_compile=True,
     shortlist=None,
+    warmup=True,
 ):
     """Writes `translator` as a SavedModel at `path`, atomically (see the module doc).
 
@@ -114,6 +117,8 @@ def export_translator(
         shortlist: a `kerasnmt.data.LexicalShortlist` (kept in the SavedModel as
             constants): each chunk of sentences is decoded over its shortlist, as
             `Translator.translate(shortlist=...)` does a batch.
+        warmup: write TF Serving's warm-up file, a request of every (batch bucket, source
+            width) shape (`kerasnmt.serving_warmup`), so the decodings compile at load.
 
     Returns:
         `path`.
@@ -129,6 +134,10 @@ def export_translator(
             f"maximum_source_length ({maximum_source_length})"
         )
     batch_size_buckets = check_buckets("batch_size_buckets", batch_size_buckets)
+    requests = warmup_requests(
+        translator.preprocessor, maximum_source_length, source_length_buckets,
+        batch_size_buckets, [SERVING_SIGNATURE, N_BEST_SIGNATURE],
+    ) if warmup else []
     function = TranslateFunction(
         translator, sampler, maximum_source_length, source_length_buckets,
         batch_size_buckets, length_ratio, length_offset, replace_unknown_target, jit_compile,
@@ -156,7 +165,7 @@ def export_translator(
     # from a callback would then break the `fit` that runs it.
     functions = {name: getattr(translator, name, None) for name in _EXECUTION_FUNCTIONS}
     try:
-        _write_atomically(archive, os.fspath(path))
+        _write_atomically(archive, os.fspath(path), requests)
     finally:
         for name, function in functions.items():
             setattr(translator, name, function)
@@ -168,7 +177,7 @@ def _calling(traced):
     return lambda source: traced(source)
 
 
-def _write_atomically(archive, path):
+def _write_atomically(archive, path, requests):
     path = os.path.abspath(path)
     parent = os.path.dirname(path)
     os.makedirs(parent, exist_ok=True)
@@ -180,6 +189,8 @@ def _write_atomically(archive, path):
     temporary = tempfile.mkdtemp(prefix=f".{os.path.basename(path)}.tmp-", dir=parent)
     try:
         archive.write_out(temporary, verbose=False)
+        if requests:
+            write_warmup_file(temporary, requests)
         if os.path.exists(path):
             previous = tempfile.mkdtemp(prefix=f".{os.path.basename(path)}.old-", dir=parent)
             os.rmdir(previous)

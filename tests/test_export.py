@@ -1,5 +1,6 @@
 """The exported SavedModel: signatures, equality with `Translator.translate`, bad inputs,
-loading without Keras or kerasnmt, `saved_model_cli`, XLA buckets, atomic writes."""
+loading without Keras or kerasnmt, `saved_model_cli`, XLA buckets, atomic writes, the
+warm-up file."""
 
 import base64
 import json
@@ -14,19 +15,30 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from tensorflow.core.framework import types_pb2
 from tensorflow.core.protobuf import config_pb2, saved_model_pb2
+from tensorflow_serving.apis import prediction_log_pb2
 
 from kerasnmt.data import train_sentencepiece
 from kerasnmt.data.lexical_shortlist import LexicalShortlist
+from kerasnmt.data.vocabulary import SPECIAL_TOKENS
 from kerasnmt.export import (
+    DEFAULT_BATCH_SIZE_BUCKETS,
     N_BEST_SIGNATURE,
     SERVING_SIGNATURE,
     export_translator,
     next_version_path,
 )
 from kerasnmt.inference import TranslateFunction, source_width_buckets
-from kerasnmt.layers import BeamSampler, SentencePieceTokenizer, TranslationPreprocessor
+from kerasnmt.inference.widths import width_of
+from kerasnmt.layers import (
+    BeamSampler,
+    SentencePieceTokenizer,
+    TranslationPreprocessor,
+    WhitespaceTokenizer,
+)
 from kerasnmt.models import Translator
+from kerasnmt.serving_warmup import WARMUP_FILE, warm_up
 from tests.models.translator_fixtures import tiny_translator
 
 # Long tests (training, exports, decoding): run first (tests/conftest.py).
@@ -561,3 +573,105 @@ def test_bucket_arguments_are_checked(whitespace_export, tmp_path):
     with pytest.raises(ValueError, match="batch_size_buckets must be increasing"):
         export_translator(translator, tmp_path / "x", batch_size_buckets=[4, 2])
     assert not (tmp_path / "x").exists()
+
+
+def _warmup_records(path):
+    """The `PredictionLog` records of an export's warm-up file, read as TF Serving reads
+    them."""
+    return [prediction_log_pb2.PredictionLog.FromString(record.numpy())
+            for record in tf.data.TFRecordDataset(str(path / WARMUP_FILE))]
+
+
+@pytest.mark.parametrize("flavour, maximum_source_length, batch_size_buckets", [
+    ("whitespace", MAXIMUM_SOURCE_LENGTH, [BATCH_SIZE]),
+    ("sentencepiece", 16, DEFAULT_BATCH_SIZE_BUCKETS),
+])
+def test_the_warmup_file_requests_every_compiled_shape_once(
+    flavour, maximum_source_length, batch_size_buckets, whitespace_export, sentencepiece_export
+):
+    """One `serving_default` request a (rows, source width) pair the export compiles, each
+    pair found by tokenizing the request with the model's preprocessor, and one `n_best`
+    request of one sentence."""
+    translator, path = whitespace_export if flavour == "whitespace" else sentencepiece_export
+    # A copy: a test that seeded TensorFlow since the fixture ran destroyed the op resources
+    # of its SentencePiece tokenizer.
+    preprocessor = TranslationPreprocessor.from_config(translator.preprocessor.get_config())
+    widths = source_width_buckets(maximum_source_length)
+    shapes, n_best_requests = [], []
+    for log in _warmup_records(path):
+        assert log.WhichOneof("log_type") == "predict_log"
+        request = log.predict_log.request
+        assert list(request.inputs) == ["source"] and not request.model_spec.name
+        source = request.inputs["source"]
+        assert source.dtype == types_pb2.DT_STRING and len(source.tensor_shape.dim) == 1
+        sentences = tf.make_ndarray(source)
+        if request.model_spec.signature_name == N_BEST_SIGNATURE:
+            n_best_requests.append(sentences)
+            continue
+        assert request.model_spec.signature_name == SERVING_SIGNATURE
+        lengths = np.minimum(preprocessor(tf.constant(sentences))["length"],
+                             maximum_source_length)
+        (width,) = {width_of(length, widths) for length in lengths}
+        rows = next(size for size in batch_size_buckets if size >= len(sentences))
+        shapes.append((rows, width))
+    assert sorted(shapes) == sorted(
+        (rows, width) for rows in batch_size_buckets for width in widths)
+    assert [len(sentences) for sentences in n_best_requests] == [1]
+
+
+def test_warm_up_compiles_every_shape_before_the_first_request(whitespace_export, tmp_path):
+    """In a fresh process (XLA dumps each module it compiles): `warm_up` runs the file's
+    3 requests and compiles the 2 shapes of the export ((8 rows, width 8) and (8, 12));
+    then requests of every shape through both signatures compile nothing."""
+    _, path = whitespace_export
+    dump = tmp_path / "xla"
+    requests = [["a b", "c", "d e f", "g h", "a", "b b", "c d", "e"],
+                ["a b c d e f g h a", "h g f e d c b a h g f e"] * 4,
+                ["a b c", "d"] * 2 + ["a b c d e f g h a b"] * 4]
+    code = (
+        "import json, os, sys\n"
+        f"os.environ['XLA_FLAGS'] = '--xla_dump_to={dump}'\n"
+        "import tensorflow as tf\n"
+        "from kerasnmt.serving_warmup import warm_up\n"
+        "def compiled():\n"
+        f"    return len({{name.split('.')[0] for name in os.listdir({str(dump)!r})}})\n"
+        f"model = tf.saved_model.load({str(path)!r})\n"
+        f"counts = [warm_up(model, {str(path)!r}), compiled()]\n"
+        f"for sentences in {requests!r}:\n"
+        "    for signature in model.signatures.values():\n"
+        "        signature(source=tf.constant(sentences))\n"
+        "print(json.dumps(counts + [compiled()]))\n"
+    )
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                               cwd=REPOSITORY, timeout=300)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert json.loads(completed.stdout.splitlines()[-1]) == [3, 2, 2]
+
+
+def test_warm_up_runs_each_request_of_the_file(sentencepiece_export):
+    _, path = sentencepiece_export
+    assert warm_up(_loaded(path), str(path)) == len(_warmup_records(path)) == 2 * 10 + 1
+
+
+def test_an_export_that_cannot_be_warmed_up_is_refused(whitespace_export, tmp_path):
+    """No warm-up sentence (a source vocabulary of special tokens only), or more requests
+    than TF Serving loads: an error before anything is written; without warm-up, the
+    export has no warm-up file."""
+    vocabulary = list(SPECIAL_TOKENS)
+    empty = Translator(TranslationPreprocessor(WhitespaceTokenizer(), WhitespaceTokenizer(),
+                                               vocabulary, vocabulary + ["A"]),
+                       num_layers=1, num_units=8, num_heads=2, ffn_inner_dim=8)
+    with pytest.raises(ValueError, match=r"no warm-up sentences: .* sources of \[1, 9\] "
+                                         r"tokens .* source width \[8, 12\]"):
+        export_translator(empty, tmp_path / "x", maximum_source_length=12)
+    translator, _ = whitespace_export
+    with pytest.raises(ValueError, match=r"6 source widths x 200 batch sizes make 1201 warm-up "
+                                         r"requests, more than TF Serving loads \(1000\)"):
+        export_translator(translator, tmp_path / "x", batch_size_buckets=range(1, 201))
+    assert not (tmp_path / "x").exists()
+
+    export_translator(empty, tmp_path / "x", sampler=BeamSampler(beam_size=1, max_length=4),
+                      maximum_source_length=12, jit_compile=False, warmup=False)
+    assert (tmp_path / "x" / "saved_model.pb").exists()
+    assert not (tmp_path / "x" / "assets.extra").exists()
+    assert warm_up(_loaded(tmp_path / "x"), str(tmp_path / "x")) == 0

@@ -14,6 +14,7 @@ from kerasnmt.config import load_config
 from kerasnmt.data.lexical_shortlist import LexicalShortlist
 from kerasnmt.layers import BeamSampler
 from kerasnmt.models import Translator
+from kerasnmt.serving_warmup import WARMUP_FILE
 from kerasnmt.training_run import TRAINING_KEYS, build_sampler, restore_translator, train
 from tests.run_fixtures import tiny_run, write_config, write_corpus
 
@@ -92,11 +93,13 @@ def test_export_from_the_run_and_translate_through_the_saved_model(trained_run, 
             assert text == hypothesis["text"]
             assert float(score) == pytest.approx(hypothesis["score"], abs=1e-4)
 
-    # A second export is version 2.
+    # A second export is version 2; with --no-warmup, it has no warm-up file.
     status, out, err = run_cli(capsys, "export", base, "--config", config_path,
-                               "--next-version", "--n-best", "1", "--no-xla")
+                               "--next-version", "--n-best", "1", "--no-xla", "--no-warmup")
     assert status == 0, err
     assert sorted(os.listdir(base)) == ["1", "2"]
+    assert (base / "1" / WARMUP_FILE).is_file()
+    assert not (base / "2" / "assets.extra").exists()
     # What the export cannot give is refused before any input is read (this one does
     # not exist) or decoded.
     status, out, err = run_cli(capsys, "translate", "--saved-model", base / "2",
