@@ -636,6 +636,11 @@ def _export_ctranslate2(parser, args):
         if given:
             parser.error(f"{option} does not apply to --format ctranslate2 (see "
                          "docs/ctranslate2.md)")
+    try:
+        import ctranslate2  # noqa: F401 (checked before the model is read)
+    except ImportError:
+        parser.error("--format ctranslate2 needs the ctranslate2 package: pip install "
+                     "'kerasnmt[ctranslate2]'")
     check_output(args.output, args.force)
     translator, config = _load_model_for_decoding(args)
     if config is not None and config["params"]["shortlist"]:

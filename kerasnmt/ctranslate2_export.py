@@ -216,7 +216,7 @@ def transformer_spec(translator):
                           "pip install 'kerasnmt[ctranslate2]'") from error
     activation = keras.activations.serialize(translator.ffn_activation)
     problems = []
-    if activation not in _ACTIVATIONS:
+    if not isinstance(activation, str) or activation not in _ACTIVATIONS:
         problems.append(f"ffn_activation {activation!r} (CTranslate2's feed-forward "
                         f"activations are {', '.join(_ACTIVATIONS)})")
     preprocessor = translator.preprocessor
@@ -229,6 +229,7 @@ def transformer_spec(translator):
                 f"{tokens.index(UNKNOWN_TOKEN) + 1}), where CTranslate2 needs it for the "
                 "out-of-vocabulary id kerasnmt puts after the tokens"
             )
+    # The layers keras.Model.quantize goes through.
     quantized = [layer.path for layer in translator._flatten_layers()
                  if getattr(layer, "quantization_mode", None)]
     if quantized:

@@ -3,6 +3,7 @@
 import contextlib
 import io
 import os
+import sys
 
 import ctranslate2
 import numpy as np
@@ -393,7 +394,7 @@ def test_export_to_ctranslate2_from_the_run(trained_run, capsys):
 
 
 def test_export_to_ctranslate2_refuses_bad_input_before_writing(trained_run, capsys,
-                                                               tmp_path):
+                                                               tmp_path, monkeypatch):
     directory, config_path, translator, *_ = trained_run
     output = tmp_path / "ct2"
     status, out, err = run_cli(capsys, "export", output, "--format", "ctranslate2",
@@ -415,6 +416,13 @@ def test_export_to_ctranslate2_refuses_bad_input_before_writing(trained_run, cap
     with pytest.raises(SystemExit):
         cli.main(["export", str(output), "--config", str(config_path), "--quantization", "int8"])
     assert "--quantization goes with --format ctranslate2" in capsys.readouterr().err
+    with monkeypatch.context() as patch:
+        patch.setitem(sys.modules, "ctranslate2", None)  # as if not installed
+        with pytest.raises(SystemExit):
+            cli.main(["export", str(output), "--format", "ctranslate2", "--config",
+                      str(config_path)])
+    assert ("--format ctranslate2 needs the ctranslate2 package: pip install "
+            "'kerasnmt[ctranslate2]'") in capsys.readouterr().err
 
     (tmp_path / "vmap.txt").write_text("a\tA\n", encoding="utf-8")
     with_shortlist = tiny_run(params={"shortlist": str(tmp_path / "vmap.txt")})
