@@ -108,11 +108,16 @@ def test_teacher_forced_log_probs_equal_kerasnmt(options, tmp_path):
         np.testing.assert_allclose(result.log_probs, reference, atol=1e-4)
 
 
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    """A tiny model trained for 20 steps, and its float32 export."""
+@pytest.fixture(scope="module", params=[
+    {},
+    {"maximum_relative_position": None, "share_embeddings": "target"},
+], ids=["relative", "sinusoidal-shared_target"])
+def trained(request, tmp_path_factory):
+    """A tiny model trained for 20 steps, and its float32 export: with relative positions,
+    and with sinusoidal positions and the output layer shared with the target embeddings
+    (as examples/multi30k_tiny)."""
     sources, targets = corpus(40)
-    translator = tiny_translator(seed=1)
+    translator = tiny_translator(seed=1, **request.param)
     translator.compile(optimizer=keras.optimizers.Adam(0.01), jit_compile=False)
     translator.fit(sources, targets, batch_size=20, length_bucket_width=None, epochs=1,
                    steps_per_epoch=20, verbose=0)
