@@ -20,6 +20,7 @@ import numpy as np
 import tensorflow as tf
 
 from kerasnmt.config import ConfigError, load_config
+from kerasnmt.ctranslate2_export import QUANTIZATIONS
 from kerasnmt.data.pipeline_errors import corpus_error
 from kerasnmt.data.sentencepiece_trainer import MODEL_TYPES, train_sentencepiece
 from kerasnmt.data.shards import write_shards
@@ -30,6 +31,7 @@ from kerasnmt.evaluation import BLEU_TOKENIZERS, check_moses_language, score_fil
 from kerasnmt.layers import SentencePieceTokenizer, TranslationPreprocessor, WhitespaceTokenizer
 
 PROGRAM = "kerasnmt"
+EXPORT_FORMATS = ("savedmodel", "ctranslate2")
 BAD_INPUT_STATUS = 2
 INTERRUPTED_STATUS = 128 + signal.SIGINT  # the shell's status for a Ctrl-C
 _SUBCOMMANDS = []
@@ -517,7 +519,7 @@ def _check_model_arguments(parser, args):
 
 @subcommand
 def export(parser):
-    """Export a trained model as one SavedModel that translates raw text.
+    """Export a trained model as one SavedModel that translates raw text, or to CTranslate2.
 
     The SavedModel (see docs/serving.md) takes a batch of raw sentences and returns
     their translations: tokenization, vocabulary lookup, beam search (compiled with XLA
@@ -532,13 +534,36 @@ def export(parser):
     interrupted export leaves an existing one intact. Load it with TensorFlow alone (plus
     `import tensorflow_text` for SentencePiece models), or serve it with TF Serving, which
     runs its warm-up requests (one of every compiled shape) before serving it.
+
+    With --format ctranslate2 (pip install 'kerasnmt[ctranslate2]'), OUTPUT is a
+    CTranslate2 model directory instead (see docs/ctranslate2.md): the weights (quantized
+    with --quantization), the vocabularies, the SentencePiece models and
+    translate_options.json, the translate_batch arguments of the same decoding options.
+    A model option CTranslate2 cannot express is refused before anything is written, and
+    an OUTPUT that is not an empty directory is replaced only with --force.
     """
     parser.add_argument(
         "output", metavar="OUTPUT",
         help="the SavedModel directory to write (replaced if it exists); with "
-        "--next-version, the model base path in which version OUTPUT/N is written",
+        "--next-version, the model base path in which version OUTPUT/N is written; with "
+        "--format ctranslate2, the CTranslate2 model directory",
     )
     _add_model_arguments(parser)
+    parser.add_argument(
+        "--format", choices=EXPORT_FORMATS, default=EXPORT_FORMATS[0],
+        help="savedmodel (default): a SavedModel that translates raw text; ctranslate2: a "
+        "CTranslate2 model directory",
+    )
+    parser.add_argument(
+        "--quantization", choices=QUANTIZATIONS,
+        help="with --format ctranslate2: CTranslate2's weight type (default: float32 as "
+        "trained)",
+    )
+    parser.add_argument(
+        "--force", action="store_true",
+        help="with --format ctranslate2: replace an OUTPUT that is not an empty directory "
+        "(a SavedModel export always replaces OUTPUT)",
+    )
     parser.add_argument(
         "--next-version", action="store_true",
         help="write OUTPUT/N with N one more than the highest version number in OUTPUT "
@@ -563,31 +588,27 @@ def export(parser):
     _add_no_xla_argument(parser)
     parser.add_argument(
         "--no-warmup", action="store_true",
-        help="do not write TF Serving's warm-up file (assets.extra/tf_serving_warmup_requests: "
-        "a request of every compiled shape, run when the model is loaded)",
+        help="SavedModel: do not write TF Serving's warm-up file "
+        "(assets.extra/tf_serving_warmup_requests: a request of every compiled shape, run "
+        "when the model is loaded)",
     )
 
     def run(args):
-        from kerasnmt.export import (
-            DEFAULT_MAXIMUM_SOURCE_LENGTH,
-            export_translator,
-            next_version_path,
-        )
-        from kerasnmt.training_run import build_shortlist, decoding_options
+        from kerasnmt.export import export_translator, next_version_path
+        from kerasnmt.training_run import build_shortlist
 
         _check_model_arguments(parser, args)
+        if args.format == "ctranslate2":
+            return _export_ctranslate2(parser, args)
+        for option, given in {"--quantization": args.quantization, "--force": args.force}.items():
+            if given:
+                parser.error(f"{option} goes with --format ctranslate2")
         translator, config = _load_model_for_decoding(args)
-        options = decoding_options(config) if config is not None else {}
-        if args.maximum_source_length:
-            options["maximum_source_length"] = args.maximum_source_length
-        options.setdefault("maximum_source_length", DEFAULT_MAXIMUM_SOURCE_LENGTH)
-        n_best = args.n_best or (config["params"]["num_hypotheses"] if config else 1)
+        options, n_best = _export_options(args, config)
         path = next_version_path(args.output) if args.next_version else args.output
         export_translator(
             translator, path, sampler=_sampler(config, n_best, args.early_exit),
-            with_alignments=args.with_alignments,
-            replace_unknown_target=bool(config and config["params"]["replace_unknown_target"]),
-            jit_compile=not args.no_xla,
+            with_alignments=args.with_alignments, jit_compile=not args.no_xla,
             shortlist=build_shortlist(config, translator.preprocessor, args.shortlist),
             warmup=not args.no_warmup,
             **options,
@@ -595,6 +616,53 @@ def export(parser):
         print(f"Exported to {path}")
 
     return run
+
+
+def _export_options(args, config):
+    """The options both export formats take from the configuration (or None) and the
+    command line, and the number of hypotheses."""
+    from kerasnmt.export import DEFAULT_MAXIMUM_SOURCE_LENGTH
+    from kerasnmt.training_run import decoding_options
+
+    options = decoding_options(config) if config is not None else {}
+    if args.maximum_source_length:
+        options["maximum_source_length"] = args.maximum_source_length
+    options.setdefault("maximum_source_length", DEFAULT_MAXIMUM_SOURCE_LENGTH)
+    options["replace_unknown_target"] = bool(
+        config and config["params"]["replace_unknown_target"])
+    n_best = args.n_best or (config["params"]["num_hypotheses"] if config else 1)
+    return options, n_best
+
+
+def _export_ctranslate2(parser, args):
+    """`kerasnmt export --format ctranslate2`: the checks that need no model first."""
+    from kerasnmt.ctranslate2_export import check_output, export_ctranslate2
+
+    not_exported = {"--next-version": args.next_version, "--with-alignments":
+                    args.with_alignments, "--early-exit": args.early_exit,
+                    "--shortlist": args.shortlist, "--no-xla": args.no_xla,
+                    "--no-warmup": args.no_warmup}
+    for option, given in not_exported.items():
+        if given:
+            parser.error(f"{option} does not apply to --format ctranslate2 (see "
+                         "docs/ctranslate2.md)")
+    try:
+        import ctranslate2  # noqa: F401 (checked before the model is read)
+    except ImportError:
+        parser.error("--format ctranslate2 needs the ctranslate2 package: pip install "
+                     "'kerasnmt[ctranslate2]'")
+    check_output(args.output, args.force)
+    translator, config = _load_model_for_decoding(args)
+    if config is not None and config["params"]["shortlist"]:
+        raise ValueError(
+            "params.shortlist cannot be exported to CTranslate2 (its vocabulary maps decode "
+            "over other target tokens, see docs/ctranslate2.md): remove it from the "
+            "configuration to export the model without it"
+        )
+    options, n_best = _export_options(args, config)
+    export_ctranslate2(translator, args.output, quantization=args.quantization,
+                       sampler=_sampler(config, n_best), force=args.force, **options)
+    print(f"Exported to {args.output}")
 
 
 def _read_sentences(path):

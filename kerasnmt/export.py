@@ -165,7 +165,12 @@ def export_translator(
     # from a callback would then break the `fit` that runs it.
     functions = {name: getattr(translator, name, None) for name in _EXECUTION_FUNCTIONS}
     try:
-        _write_atomically(archive, os.fspath(path), requests)
+        def write(directory):
+            archive.write_out(directory, verbose=False)
+            if requests:
+                write_warmup_file(directory, requests)
+
+        write_atomically(write, os.fspath(path))
     finally:
         for name, function in functions.items():
             setattr(translator, name, function)
@@ -177,7 +182,25 @@ def _calling(traced):
     return lambda source: traced(source)
 
 
-def _write_atomically(archive, path, requests):
+def write_atomically(write, path):
+    """Calls `write(directory)` on a new temporary directory beside `path`, then renames it
+    to `path`.
+
+    An existing `path` is replaced only once the new directory is complete: a failure at
+    any point (an exception from `write` included) leaves it as it was, and removes the
+    temporary directory. The temporary directories a killed write of the same `path` left
+    (`.NAME.tmp-*`) are removed first.
+
+    Examples:
+        >>> import tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "model")
+        >>> def write(directory):
+        ...     with open(os.path.join(directory, "weights"), "w") as file:
+        ...         file.write("1 2 3")
+        >>> write_atomically(write, path)
+        >>> os.listdir(path), sorted(os.listdir(os.path.dirname(path)))
+        (['weights'], ['model'])
+    """
     path = os.path.abspath(path)
     parent = os.path.dirname(path)
     os.makedirs(parent, exist_ok=True)
@@ -188,9 +211,7 @@ def _write_atomically(archive, path, requests):
         shutil.rmtree(stale, ignore_errors=True)
     temporary = tempfile.mkdtemp(prefix=f".{os.path.basename(path)}.tmp-", dir=parent)
     try:
-        archive.write_out(temporary, verbose=False)
-        if requests:
-            write_warmup_file(temporary, requests)
+        write(temporary)
         if os.path.exists(path):
             previous = tempfile.mkdtemp(prefix=f".{os.path.basename(path)}.old-", dir=parent)
             os.rmdir(previous)
@@ -228,4 +249,5 @@ __all__ = [
     "SERVING_SIGNATURE",
     "export_translator",
     "next_version_path",
+    "write_atomically",
 ]

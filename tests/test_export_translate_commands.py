@@ -3,7 +3,9 @@
 import contextlib
 import io
 import os
+import sys
 
+import ctranslate2
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -11,11 +13,13 @@ import yaml
 
 from kerasnmt import cli
 from kerasnmt.config import load_config
+from kerasnmt.ctranslate2_export import read_translate_options
 from kerasnmt.data.lexical_shortlist import LexicalShortlist
 from kerasnmt.layers import BeamSampler
 from kerasnmt.models import Translator
 from kerasnmt.serving_warmup import WARMUP_FILE
 from kerasnmt.training_run import TRAINING_KEYS, build_sampler, restore_translator, train
+from tests.models.translator_fixtures import tiny_translator
 from tests.run_fixtures import tiny_run, write_config, write_corpus
 
 # Long tests (training, exports, decoding): run first (tests/conftest.py).
@@ -371,3 +375,79 @@ def test_alignments_from_the_checkpoint_and_the_saved_model(trained_run, exporte
             continue
         rows = [[float(v) for v in row.split()] for row in vectors.split(" ; ")]
         np.testing.assert_allclose(rows, n_best[0]["alignment"], atol=1e-5)
+
+
+def test_export_to_ctranslate2_from_the_run(trained_run, capsys):
+    """`--format ctranslate2 --quantization int8`: the configuration's decoding options
+    as `translate_batch` arguments (params.beam_width 2, num_hypotheses 2,
+    maximum_decoding_length 20; train.maximum_features_length 8), and the int8 model
+    returns two hypotheses for each sentence."""
+    directory, config_path, _, sources, _ = trained_run
+    output = directory / "ct2"
+    status, out, err = run_cli(capsys, "export", output, "--config", config_path,
+                               "--format", "ctranslate2", "--quantization", "int8")
+    assert status == 0, err
+    assert f"Exported to {output}" in out
+    options = read_translate_options(output)["translate_batch"]
+    assert (options["beam_size"], options["num_hypotheses"]) == (2, 2)
+    assert (options["max_decoding_length"], options["max_input_length"]) == (20, 8)
+    results = ctranslate2.Translator(str(output)).translate_batch(
+        [source.split() for source in sources], **options)
+    assert [len(result.hypotheses) for result in results] == [2] * len(sources)
+
+
+def test_export_to_ctranslate2_refuses_bad_input_before_writing(trained_run, capsys,
+                                                               tmp_path, monkeypatch):
+    directory, config_path, translator, *_ = trained_run
+    output = tmp_path / "ct2"
+    status, out, err = run_cli(capsys, "export", output, "--format", "ctranslate2",
+                               "--config", config_path, "--checkpoint", tmp_path / "nothing")
+    assert status == 2 and "no such checkpoint" in err
+    status, out, err = run_cli(capsys, "export", output, "--format", "ctranslate2",
+                               "--model", tmp_path / "nothing.keras")
+    assert status == 2 and "nothing.keras: no such file" in err
+    for argv, message in [
+        (["--quantization", "int4"], "argument --quantization: invalid choice: 'int4'"),
+        (["--shortlist", "vmap.txt"], "--shortlist does not apply to --format ctranslate2"),
+        (["--next-version"], "--next-version does not apply to --format ctranslate2"),
+    ]:
+        with pytest.raises(SystemExit) as exit_info:
+            cli.main(["export", str(output), "--format", "ctranslate2", "--config",
+                      str(config_path), *argv])
+        assert exit_info.value.code == 2
+        assert message in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(["export", str(output), "--config", str(config_path), "--quantization", "int8"])
+    assert "--quantization goes with --format ctranslate2" in capsys.readouterr().err
+    with monkeypatch.context() as patch:
+        patch.setitem(sys.modules, "ctranslate2", None)  # as if not installed
+        with pytest.raises(SystemExit):
+            cli.main(["export", str(output), "--format", "ctranslate2", "--config",
+                      str(config_path)])
+    assert ("--format ctranslate2 needs the ctranslate2 package: pip install "
+            "'kerasnmt[ctranslate2]'") in capsys.readouterr().err
+
+    (tmp_path / "vmap.txt").write_text("a\tA\n", encoding="utf-8")
+    with_shortlist = tiny_run(params={"shortlist": str(tmp_path / "vmap.txt")})
+    with_shortlist["model_dir"] = str(directory / "model")
+    status, out, err = run_cli(capsys, "export", output, "--format", "ctranslate2", "--config",
+                               write_config(directory, with_shortlist, name="shortlist.yml"))
+    assert status == 2 and "params.shortlist cannot be exported to CTranslate2" in err
+
+    unsupported = tiny_translator(ffn_activation="elu")
+    unsupported.save(str(tmp_path / "elu.keras"))
+    status, out, err = run_cli(capsys, "export", output, "--format", "ctranslate2",
+                               "--model", tmp_path / "elu.keras")
+    assert status == 2 and "cannot export to CTranslate2: ffn_activation 'elu'" in err
+    assert sorted(os.listdir(tmp_path)) == ["elu.keras", "vmap.txt"]
+
+    output.mkdir()
+    (output / "model.bin").write_text("a previous model")
+    status, out, err = run_cli(capsys, "export", output, "--format", "ctranslate2",
+                               "--config", config_path)
+    assert status == 2 and f"{output} exists and is not an empty directory" in err
+    assert os.listdir(output) == ["model.bin"]
+    status, out, err = run_cli(capsys, "export", output, "--format", "ctranslate2",
+                               "--config", config_path, "--force")
+    assert status == 0, err
+    assert read_translate_options(output)["translate_batch"]["beam_size"] == 2
