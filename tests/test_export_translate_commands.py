@@ -410,6 +410,7 @@ def test_export_to_ctranslate2_refuses_bad_input_before_writing(trained_run, cap
         (["--quantization", "int4"], "argument --quantization: invalid choice: 'int4'"),
         (["--shortlist", "vmap.txt"], "--shortlist does not apply to --format ctranslate2"),
         (["--next-version"], "--next-version does not apply to --format ctranslate2"),
+        (["--no-warmup"], "--no-warmup does not apply to --format ctranslate2"),
     ]:
         with pytest.raises(SystemExit) as exit_info:
             cli.main(["export", str(output), "--format", "ctranslate2", "--config",
