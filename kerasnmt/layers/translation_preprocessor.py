@@ -1,9 +1,9 @@
 """A translation model's preprocessing: text to ids (and alignments), and ids back to text."""
 
 import base64
+import sys
 
 import keras
-import keras_hub
 import tensorflow as tf
 
 from kerasnmt.data.vocabulary import SPECIAL_TOKENS
@@ -217,7 +217,10 @@ class TranslationPreprocessor(PreprocessingLayer):
 
 
 def _is_keras_hub(tokenizer):
-    return isinstance(tokenizer, keras_hub.tokenizers.Tokenizer)
+    """Whether `tokenizer` is a keras-hub tokenizer. kerasnmt does not import keras-hub for
+    this (0.7 s): whoever built one has imported it."""
+    keras_hub = sys.modules.get("keras_hub")
+    return keras_hub is not None and isinstance(tokenizer, keras_hub.tokenizers.Tokenizer)
 
 
 def _serialized_tokenizer(tokenizer):
