@@ -3,11 +3,13 @@ own samplers on the same model, and against a brute-force search over every outp
 
 import itertools
 
+import keras
 import keras_hub
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from kerasnmt.layers.search import TopKSampling
 from kerasnmt.samplers import PenalizedBeamSampler
 
 VOCAB_SIZE = 5
@@ -200,3 +202,35 @@ def test_more_than_one_stop_token_is_refused(bart):
     bart.compile(sampler=PenalizedBeamSampler(num_beams=2))
     with pytest.raises(ValueError, match=r"one stop token id, got \(2, 3\)"):
         bart.generate_step(generate_inputs(2), stop_token_ids=(END, 3))
+
+
+def test_one_beam_is_keras_hubs_greedy_sampler_in_a_causal_lm():
+    """GPT-2's `generate`, prompts of different lengths (kept as they are)."""
+    backbone = keras_hub.models.GPT2Backbone(vocabulary_size=7, num_layers=1, num_heads=2,
+                                             hidden_dim=8, intermediate_dim=16,
+                                             max_sequence_length=10)
+    rng = np.random.default_rng(1)
+    for weight in backbone.weights:
+        if "gamma" not in weight.path and "beta" not in weight.path:
+            small = "feedforward" in weight.path or "intermediate" in weight.path
+            weight.assign(rng.normal(0, 0.1 if small else 1.5, weight.shape))
+    causal_lm = keras_hub.models.GPT2CausalLM(backbone=backbone, preprocessor=None)
+    prompts = [[1, 3, 4], [1], [1, 6]]
+    inputs = {"token_ids": tf.constant([prompt + [0] * (8 - len(prompt)) for prompt in prompts]),
+              "padding_mask": tf.constant([[i < len(prompt) for i in range(8)]
+                                           for prompt in prompts])}
+    outputs = []
+    for sampler in [keras_hub.samplers.GreedySampler(), PenalizedBeamSampler(num_beams=1)]:
+        causal_lm.compile(sampler=sampler)
+        outputs.append(causal_lm.generate(inputs, stop_token_ids=None)["token_ids"])
+    np.testing.assert_array_equal(outputs[1], outputs[0])
+    assert [row[:len(prompt)] for row, prompt in zip(outputs[1].tolist(), prompts)] == prompts
+
+
+def test_the_config_rebuilds_the_sampler():
+    sampler = PenalizedBeamSampler(num_beams=3, length_penalty=0.6, n_best=2, min_length=1,
+                                   top_k=5, temperature=0.7, seed=4, early_exit=True)
+    rebuilt = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(sampler))
+    assert isinstance(rebuilt, PenalizedBeamSampler)
+    assert rebuilt.get_config() == sampler.get_config()
+    assert isinstance(rebuilt.rule, TopKSampling) and rebuilt.rule.top_k == 5

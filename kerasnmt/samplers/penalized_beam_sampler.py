@@ -1,6 +1,6 @@
 """kerasnmt's search rule as a keras-hub sampler: beam search with a length penalty, n-best
 lists, a minimum length and top-k sampling, for keras-hub's generative models
-(`Seq2SeqLM.compile(sampler=...)`).
+(`Seq2SeqLM` and `CausalLM`: `compile(sampler=...)`).
 
 Example:
     >>> import numpy as np
