@@ -28,6 +28,7 @@ import keras_hub
 import tensorflow as tf
 
 from kerasnmt.layers.search import BeamRanking, Greedy, TopKSampling
+from kerasnmt.layers.search.top_k import SEED_RANGE
 
 
 @keras.saving.register_keras_serializable(package="kerasnmt")
@@ -96,6 +97,9 @@ class PenalizedBeamSampler(keras_hub.samplers.Sampler):
                 "PenalizedBeamSampler: temperature applies to sampling only (top_k != 1); "
                 f"got temperature={temperature!r} with top_k=1"
             )
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)
+                                 or not SEED_RANGE[0] <= seed < SEED_RANGE[1]):
+            raise ValueError(f"PenalizedBeamSampler: seed must be None or an int32, got {seed!r}")
         super().__init__(temperature=float(temperature))
         self.num_beams = num_beams
         self.length_penalty = float(length_penalty)
@@ -128,6 +132,7 @@ class PenalizedBeamSampler(keras_hub.samplers.Sampler):
         mask = tf.zeros_like(prompt, tf.bool) if mask is None else tf.cast(mask, tf.bool)
         mask = tf.repeat(mask, num_beams, axis=0)
         prompt_lengths = tf.reduce_sum(tf.cast(mask, tf.int32), axis=1)
+        # (The hypotheses' "ids" go unused: the prompt holds every token.)
         hypotheses = rule.first_hypotheses(tf.repeat(tf.cast(prompt[:, 0], tf.int32),
                                                      num_beams), batch_size)
         hypotheses["state"] = {
