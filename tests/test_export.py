@@ -3,7 +3,6 @@ loading without Keras or kerasnmt, `saved_model_cli`, XLA buckets, atomic writes
 warm-up file."""
 
 import base64
-import json
 import os
 import pathlib
 import re
@@ -40,6 +39,7 @@ from kerasnmt.layers import (
 from kerasnmt.models import Translator
 from kerasnmt.serving_warmup import WARMUP_FILE, warm_up
 from tests.models.translator_fixtures import tiny_translator
+from tests.saved_model_process import run_without_keras
 
 # Long tests (training, exports, decoding): run first (tests/conftest.py).
 pytestmark = pytest.mark.heavy
@@ -407,26 +407,6 @@ def test_decoding_is_xla_compiled_once_per_source_width(whitespace_export):
     assert widths == [8, 12]
 
 
-def _run_without_keras(path, sentences, signature, tmp_path, sentencepiece=False):
-    request, result = tmp_path / "request.json", tmp_path / "result.json"
-    request.write_text(json.dumps({
-        "signature": signature,
-        "source": [base64.b64encode(s.encode("utf-8")).decode() for s in sentences],
-    }))
-    command = [sys.executable, str(REPOSITORY / "tests" / "saved_model_process.py"),
-               str(path), str(request), str(result)]
-    if sentencepiece:
-        command.append("--sentencepiece")
-    completed = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path,
-                               timeout=300)
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    outputs = json.loads(result.read_text())
-    imported = outputs.pop("imported_modules")
-    assert not [name for name in imported
-                if name.split(".")[0] in ("keras", "kerasnmt", "tf_keras", "tensorflow_text")]
-    return outputs
-
-
 @pytest.mark.parametrize("flavour", ["whitespace", "sentencepiece"])
 def test_a_copy_runs_in_a_process_without_keras_or_kerasnmt(
     flavour, whitespace_export, sentencepiece_export, tmp_path
@@ -436,8 +416,8 @@ def test_a_copy_runs_in_a_process_without_keras_or_kerasnmt(
                  else ["A man rides a bike.", "Zwei Hunde spielen."])
     copy = tmp_path / "copied" / "7"
     shutil.copytree(path, copy)  # self-contained: nothing outside the directory is read
-    outputs = _run_without_keras(copy, sentences, SERVING_SIGNATURE, tmp_path,
-                                 sentencepiece=flavour == "sentencepiece")
+    outputs = run_without_keras(copy, sentences, SERVING_SIGNATURE, tmp_path,
+                                sentencepiece=flavour == "sentencepiece")
     expected = _details(translator, sentences)
     decoded = [base64.b64decode(text).decode() for text in outputs["translation"]]
     assert decoded == [n_best[0]["text"] for n_best in expected]

@@ -1,10 +1,11 @@
 """The layering of kerasnmt's subpackages, read from the import statements of its files.
 
 `data` (files, vocabularies, `tf.data` pipelines) depends on nothing else of kerasnmt;
-`layers` builds on `data`; `inference` (decoding) on `layers` and `data`; `training`
-(schedules, losses, callbacks) on `data` only. The modules above them (`models`,
-`export`, `training_run`, `config`, `evaluation`) may combine them, and no module imports
-the command line (`kerasnmt.cli`). Imports inside functions count as well.
+`layers` builds on `data`; `inference` (decoding) and `samplers` (keras-hub samplers) on
+`layers` and `data`; `training` (schedules, losses, callbacks) on `data` only. The modules
+above them (`models`, `export`, `training_run`, `config`, `evaluation`) may combine them,
+and no module imports the command line (`kerasnmt.cli`). Imports inside functions count
+as well.
 """
 
 import ast
@@ -20,6 +21,7 @@ ALLOWED_IMPORTS = {
     "layers": {"layers", "data"},
     "inference": {"inference", "layers", "data"},
     "training": {"training", "data"},
+    "samplers": {"samplers", "layers", "data"},
 }
 
 

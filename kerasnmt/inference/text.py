@@ -72,7 +72,7 @@ def hypothesis_texts(preprocessor, outputs, source_length, source_tokens=None,
     kept = tf.ragged.boolean_mask(tokens, keep)
     padded = kept.to_tensor("")
     result = {
-        "texts": tf.reshape(preprocessor.target_tokenizer.detokenize(kept), shape[:2]),
+        "texts": tf.reshape(preprocessor.detokenize_tokens(kept), shape[:2]),
         "tokens": tf.reshape(padded, tf.concat([shape[:2], tf.shape(padded)[1:]], 0)),
         "token_counts": tf.reshape(kept.row_lengths(), shape[:2]),
     }

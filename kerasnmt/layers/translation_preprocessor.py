@@ -1,11 +1,18 @@
 """A translation model's preprocessing: text to ids (and alignments), and ids back to text."""
 
+import base64
+import sys
+
 import keras
 import tensorflow as tf
 
+from kerasnmt.data.vocabulary import SPECIAL_TOKENS
 from kerasnmt.layers.pharaoh_alignment import PharaohAlignment
 from kerasnmt.layers.preprocessing_layer import PreprocessingLayer
 from kerasnmt.layers.vocab_lookup import VocabLookup
+
+# The fields of keras-hub tokenizers' configs that keras-hub saves as asset files instead.
+KERAS_HUB_ASSET_FIELDS = ("proto", "vocabulary", "merges")
 
 
 @keras.saving.register_keras_serializable(package="kerasnmt")
@@ -20,14 +27,25 @@ class TranslationPreprocessor(PreprocessingLayer):
     count the target and source tokens (without `<s>`/`</s>`), as OpenNMT-tf's guided alignment
     expects. `detokenize_target` goes the other way, from decoded ids to text.
 
+    A `keras_hub.tokenizers.Tokenizer` (SentencePiece, WordPiece, byte-pair) can be either
+    tokenizer: built with `dtype="string"`, its tokens go through the `VocabLookup` like any
+    other tokenizer's (and back to its own ids for its `detokenize`, dropping tokens it does
+    not know), and without a vocabulary argument its own vocabulary is used, which
+    must start with `<blank>`, `<s>`, `</s>` (ids 0, 1, 2; e.g. a SentencePiece model trained
+    with `pad_id=0, pad_piece="<blank>", bos_id=1, eos_id=2`). Its vocabulary files (a
+    SentencePiece model, WordPiece or byte-pair vocabularies), which keras-hub saves as
+    assets, are embedded in `get_config()`. The exported model needs only its TensorFlow
+    ops, not keras-hub.
+
     Args:
-        source_tokenizer: a tokenizer layer (`WhitespaceTokenizer`, `SentencePieceTokenizer`, or
-            any serializable layer that maps a string scalar to 1-D tokens and `[B]` strings to
-            `[B, None]` ragged tokens).
+        source_tokenizer: a tokenizer layer (`WhitespaceTokenizer`, `SentencePieceTokenizer`,
+            a keras-hub tokenizer, or any serializable layer that maps a string scalar to
+            1-D tokens and `[B]` strings to `[B, None]` ragged tokens).
         target_tokenizer: the same for the target language; its `detokenize` is used by
             `detokenize_target`.
-        source_vocabulary: the source vocabulary file or token list (see `VocabLookup`).
-        target_vocabulary: the target vocabulary file or token list.
+        source_vocabulary: the source vocabulary file or token list (see `VocabLookup`);
+            `None` for the vocabulary of a keras-hub `source_tokenizer`.
+        target_vocabulary: the target vocabulary file or token list, or `None` likewise.
         maximum_source_length: keep at most this many source tokens (truncation, see
             `VocabLookup`); `None` keeps all.
         maximum_target_length: keep at most this many target tokens, before `<s>`/`</s>`.
@@ -73,8 +91,8 @@ class TranslationPreprocessor(PreprocessingLayer):
         self,
         source_tokenizer,
         target_tokenizer,
-        source_vocabulary,
-        target_vocabulary,
+        source_vocabulary=None,
+        target_vocabulary=None,
         maximum_source_length=None,
         maximum_target_length=None,
         return_tokens=False,
@@ -86,6 +104,17 @@ class TranslationPreprocessor(PreprocessingLayer):
         self.maximum_source_length = maximum_source_length
         self.maximum_target_length = maximum_target_length
         self.return_tokens = return_tokens
+        for side, tokenizer in (("source", source_tokenizer), ("target", target_tokenizer)):
+            if _is_keras_hub(tokenizer) and tokenizer.compute_dtype != "string":
+                raise ValueError(
+                    f"TranslationPreprocessor: the {side} tokenizer, a keras-hub "
+                    f"{type(tokenizer).__name__}, returns {tokenizer.compute_dtype} ids; build "
+                    "it with dtype=\"string\": kerasnmt maps tokens to ids itself (VocabLookup)"
+                )
+        if source_vocabulary is None:
+            source_vocabulary = _tokenizer_vocabulary(source_tokenizer, "source")
+        if target_vocabulary is None:
+            target_vocabulary = _tokenizer_vocabulary(target_tokenizer, "target")
         self.source_lookup = VocabLookup(
             source_vocabulary, side="source", maximum_length=maximum_source_length,
             name="source_lookup",
@@ -95,6 +124,15 @@ class TranslationPreprocessor(PreprocessingLayer):
             name="target_lookup",
         )
         self.alignment_densifier = PharaohAlignment(name="alignment_densifier")
+        self._target_tokenizer_ids = None
+        if _is_keras_hub(target_tokenizer):  # it detokenizes its own ids, not tokens
+            with tf.init_scope():
+                tokens = target_tokenizer.get_vocabulary()
+                self._target_tokenizer_ids = tf.lookup.StaticHashTable(
+                    tf.lookup.KeyValueTensorInitializer(
+                        tf.constant(tokens, tf.string), tf.range(len(tokens), dtype=tf.int32)),
+                    default_value=-1,
+                )
 
     @property
     def source_vocabulary(self):
@@ -107,7 +145,7 @@ class TranslationPreprocessor(PreprocessingLayer):
         return self.target_lookup.get_vocabulary()
 
     def call(self, source, target=None, alignment=None):
-        source_tokens = self.source_tokenizer(source)
+        source_tokens = _tensor(self.source_tokenizer(source))
         features = self.source_lookup(source_tokens)
         if self.return_tokens:
             features["tokens"] = _padded_tokens(source_tokens, self.maximum_source_length)
@@ -115,7 +153,7 @@ class TranslationPreprocessor(PreprocessingLayer):
             if alignment is not None:
                 raise ValueError("an alignment needs a target")
             return features
-        target_tokens = self.target_tokenizer(target)
+        target_tokens = _tensor(self.target_tokenizer(target))
         labels = self.target_lookup(target_tokens)
         if self.return_tokens:
             labels["tokens"] = _padded_tokens(target_tokens, self.maximum_target_length)
@@ -139,13 +177,29 @@ class TranslationPreprocessor(PreprocessingLayer):
         Returns:
             A string scalar for 1-D ids, else `[B]` strings.
         """
-        return self.target_tokenizer.detokenize(self.target_lookup.invert(ids))
+        return self.detokenize_tokens(self.target_lookup.invert(ids))
+
+    def detokenize_tokens(self, tokens):
+        """Joins target tokens into text with `target_tokenizer.detokenize` (a keras-hub
+        tokenizer detokenizes its own ids: the tokens it does not know are dropped).
+
+        Args:
+            tokens: 1-D string tokens, or `[B, None]` as a `tf.RaggedTensor`.
+
+        Returns:
+            A string scalar for 1-D tokens, else `[B]` strings.
+        """
+        if self._target_tokenizer_ids is not None:
+            ids = self._target_tokenizer_ids.lookup(tokens)
+            mask = tf.boolean_mask if ids.shape.rank == 1 else tf.ragged.boolean_mask
+            tokens = mask(ids, ids >= 0)
+        return _tensor(self.target_tokenizer.detokenize(tokens))
 
     def get_config(self):
         config = super().get_config()
         config.update(
-            source_tokenizer=keras.saving.serialize_keras_object(self.source_tokenizer),
-            target_tokenizer=keras.saving.serialize_keras_object(self.target_tokenizer),
+            source_tokenizer=_serialized_tokenizer(self.source_tokenizer),
+            target_tokenizer=_serialized_tokenizer(self.target_tokenizer),
             source_vocabulary=self.source_vocabulary,
             target_vocabulary=self.target_vocabulary,
             maximum_source_length=self.maximum_source_length,
@@ -158,8 +212,64 @@ class TranslationPreprocessor(PreprocessingLayer):
     def from_config(cls, config):
         config = dict(config)
         for key in ("source_tokenizer", "target_tokenizer"):
-            config[key] = keras.saving.deserialize_keras_object(config[key])
+            config[key] = _deserialized_tokenizer(config[key])
         return cls(**config)
+
+
+def _is_keras_hub(tokenizer):
+    """Whether `tokenizer` is a keras-hub tokenizer. kerasnmt does not import keras-hub for
+    this (0.7 s): whoever built one has imported it."""
+    keras_hub = sys.modules.get("keras_hub")
+    return keras_hub is not None and isinstance(tokenizer, keras_hub.tokenizers.Tokenizer)
+
+
+def _serialized_tokenizer(tokenizer):
+    """The tokenizer's Keras config, self-contained: the fields keras-hub saves as asset
+    files instead (`KERAS_HUB_ASSET_FIELDS`) are embedded, a SentencePiece model in base64."""
+    serialized = keras.saving.serialize_keras_object(tokenizer)
+    if _is_keras_hub(tokenizer):
+        config = serialized["config"]
+        for field in KERAS_HUB_ASSET_FIELDS:
+            if field in config and config[field] is None:
+                value = getattr(tokenizer, field)
+                config[field] = (base64.b64encode(value).decode("ascii") if field == "proto"
+                                 else value)
+    return serialized
+
+
+def _deserialized_tokenizer(serialized):
+    """The tokenizer of a `_serialized_tokenizer` config."""
+    config = serialized.get("config", {})
+    if isinstance(config.get("proto"), str) and serialized["module"].startswith("keras_hub"):
+        serialized = dict(serialized, config=dict(config,
+                                                  proto=base64.b64decode(config["proto"])))
+    return keras.saving.deserialize_keras_object(serialized)
+
+
+def _tokenizer_vocabulary(tokenizer, side):
+    """The vocabulary of a keras-hub tokenizer, checked to start with kerasnmt's special
+    tokens."""
+    if not _is_keras_hub(tokenizer):
+        raise ValueError(f"TranslationPreprocessor: {side}_vocabulary is needed unless the "
+                         f"{side} tokenizer is a keras-hub tokenizer")
+    vocabulary = list(tokenizer.get_vocabulary())
+    for token_id, token in enumerate(SPECIAL_TOKENS):
+        if token_id >= len(vocabulary) or vocabulary[token_id] != token:
+            where = (f"it is at id {vocabulary.index(token)}" if token in vocabulary
+                     else "it has no such token")
+            raise ValueError(
+                f"TranslationPreprocessor: the vocabulary of the {side} tokenizer (keras-hub "
+                f"{type(tokenizer).__name__}) needs {token!r} at id {token_id} "
+                f"(<blank>, <s>, </s> = 0, 1, 2), but {where}; pass a {side}_vocabulary"
+            )
+    return vocabulary
+
+
+def _tensor(strings):
+    """Tokens or text as a tensor: keras-hub's tokenizers return Python lists eagerly."""
+    if isinstance(strings, (tf.Tensor, tf.RaggedTensor)):
+        return strings
+    return tf.ragged.constant(strings, dtype=tf.string)
 
 
 def _token_count(tokens):
