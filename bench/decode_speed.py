@@ -48,7 +48,7 @@ from kerasnmt.data.lexical_shortlist import LexicalShortlist  # noqa: E402
 from kerasnmt.data.training_pipeline import training_dataset  # noqa: E402
 from kerasnmt.evaluation import score_translations  # noqa: E402
 from kerasnmt.layers import BeamSampler  # noqa: E402
-from kerasnmt.models.translator import model_data  # noqa: E402
+from kerasnmt.training.fitting import model_data  # noqa: E402
 from kerasnmt.training import NoamDecay  # noqa: E402
 from reference_model import add_model_arguments, reference_translator  # noqa: E402
 

@@ -41,7 +41,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from kerasnmt.data.training_pipeline import training_dataset  # noqa: E402
-from kerasnmt.models.translator import model_data  # noqa: E402
+from kerasnmt.training.fitting import model_data  # noqa: E402
 from reference_model import add_model_arguments, reference_translator  # noqa: E402
 
 
