@@ -154,11 +154,16 @@ def forget_compiled_functions(translator):
     translator.__dict__.pop("_translate_functions", None)
 
 
-def timed_translate(translator, sentences, sampler, shortlist, arguments):
-    """Translates; returns the outputs, the seconds and the process CPU seconds it took."""
+def timed_translate(translator, sentences, sampler, shortlist, arguments, **options):
+    """Translates; returns the outputs, the seconds and the process CPU seconds it took.
+
+    `options`: more `Translator.translate` arguments (`maximum_source_length`,
+    `length_ratio`, `length_offset`; `bench/ctranslate2_speed.py` passes an export's).
+    """
     started, cpu_started = time.perf_counter(), time.process_time()
     outputs = translator.translate(sentences, sampler=sampler, batch_size=arguments.batch_size,
-                                   jit_compile=arguments.jit_compile, shortlist=shortlist)
+                                   jit_compile=arguments.jit_compile, shortlist=shortlist,
+                                   **options)
     seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
     return outputs, seconds, cpu_seconds
 

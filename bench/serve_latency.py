@@ -73,6 +73,41 @@ def parse_arguments():
     return args
 
 
+def import_tensorflow_alone():
+    """Imports and returns TensorFlow with `BLOCKED` made unimportable, as in a serving
+    process: a SentencePiece model gets TensorFlow Text's SentencePiece op library only.
+    Call it before anything imports TensorFlow."""
+    text_spec = importlib.util.find_spec("tensorflow_text")
+    for name in BLOCKED:
+        sys.modules[name] = None
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf
+
+    if text_spec is not None:
+        tf.load_op_library(os.path.join(text_spec.submodule_search_locations[0], "python",
+                                        "ops", "_sentencepiece_tokenizer.so"))
+    return tf
+
+
+def imported_blocked():
+    """The modules of `BLOCKED` that were imported anyway (none, or the check failed)."""
+    return sorted({name.split(".")[0] for name, module in sys.modules.items()
+                   if module is not None and name.split(".")[0] in BLOCKED})
+
+
+def translate_batches(tf, translate, batches, clients):
+    """One pass over `batches` (lists of sentences) through `serving_default` (`translate`),
+    sent by `clients` (a `ThreadPoolExecutor`: its size is the requests in flight at once):
+    the translations in order and the seconds it took."""
+    def translated(batch):
+        outputs = translate(source=tf.constant(batch))
+        return [text.decode("utf-8") for text in outputs["translation"].numpy()]
+
+    begin = time.perf_counter()
+    translations = [text for texts in clients.map(translated, batches) for text in texts]
+    return translations, time.perf_counter() - begin
+
+
 def percentile(values, fraction):
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
@@ -108,15 +143,7 @@ def first_requests(tf, model, args, sentences):
 
 def main():
     args = parse_arguments()
-    text_spec = importlib.util.find_spec("tensorflow_text")
-    for name in BLOCKED:
-        sys.modules[name] = None
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import tensorflow as tf
-
-    if text_spec is not None:
-        tf.load_op_library(os.path.join(text_spec.submodule_search_locations[0], "python",
-                                        "ops", "_sentencepiece_tokenizer.so"))
+    tf = import_tensorflow_alone()
     with open(args.sentences, encoding="utf-8") as stream:
         sentences = [line.rstrip("\n") for line in stream]
     if args.references:
@@ -149,21 +176,14 @@ def main():
         translate(source=tf.constant([sentence]))
         latencies.append(time.perf_counter() - begin)
 
-    def translated(batch):
-        outputs = translate(source=tf.constant(batch))
-        return [text.decode("utf-8") for text in outputs["translation"].numpy()]
-
     best, translations = None, []
     with concurrent.futures.ThreadPoolExecutor(args.concurrency) as clients:
         for _ in range(args.repeats):
-            begin = time.perf_counter()
-            translations = [text for texts in clients.map(translated, batches) for text in texts]
-            elapsed = time.perf_counter() - begin
+            translations, elapsed = translate_batches(tf, translate, batches, clients)
             best = elapsed if best is None else min(best, elapsed)
     words = sum(len(text.split()) for text in translations)
 
-    imported = sorted({name.split(".")[0] for name, module in sys.modules.items()
-                       if module is not None and name.split(".")[0] in BLOCKED})
+    imported = imported_blocked()
     print(f"SavedModel: {args.saved_model}")
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"TensorFlow {tf.__version__}; kerasnmt/keras imported: {imported or 'no'}")
