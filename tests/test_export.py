@@ -3,6 +3,7 @@ loading without Keras or kerasnmt, `saved_model_cli`, XLA buckets, atomic writes
 warm-up file."""
 
 import base64
+import json
 import os
 import pathlib
 import re
