@@ -189,9 +189,14 @@ class TranslateFunction:
         bucket."""
         ids = tf.ensure_shape(tf.pad(ids, [[0, 0], [0, width - tf.shape(ids)[1]]]),
                               [None, width])
-        fitting = tf.minimum(batch_size, self.batch_size_buckets[-1])
-        chunk = tf.gather(self.batch_size_buckets,
-                          bucket_index(fitting, self.batch_size_buckets))
+        if len(self.batch_size_buckets) == 1:
+            # A static chunk (`translate`'s case): the decode is traced for [chunk, width],
+            # which takes a third less time than for [None, width].
+            chunk = self.batch_size_buckets[0]
+        else:
+            fitting = tf.minimum(batch_size, self.batch_size_buckets[-1])
+            chunk = tf.gather(self.batch_size_buckets,
+                              bucket_index(fitting, self.batch_size_buckets))
         num_chunks = (batch_size + chunk - 1) // chunk
         rows = tf.minimum(tf.range(num_chunks * chunk), batch_size - 1)
         chunked_ids = tf.reshape(tf.gather(ids, rows), [num_chunks, chunk, width])
