@@ -14,7 +14,7 @@ install-core: $(BIN)/python
 	$(BIN)/pip install --quiet -e .
 
 install: install-core
-	$(BIN)/pip install --quiet -e ".[test,docs,beam,ctranslate2]"
+	$(BIN)/pip install --quiet -e ".[test,docs,beam,ctranslate2,bench]"
 
 # Vocabulary, a few minutes of training, export to saved_models/quickstart, translation
 # through the SavedModel and BLEU (examples/quickstart/quickstart.py).
