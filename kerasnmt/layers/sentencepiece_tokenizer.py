@@ -8,11 +8,12 @@ import sentencepiece
 import tensorflow as tf
 import tensorflow_text
 
-from kerasnmt.layers.preprocessing_layer import PreprocessingLayer, drop_padding_tokens
+from kerasnmt.layers.preprocessing_layer import drop_padding_tokens
+from kerasnmt.layers.tokenizer import Tokenizer
 
 
 @keras.saving.register_keras_serializable(package="kerasnmt")
-class SentencePieceTokenizer(PreprocessingLayer):
+class SentencePieceTokenizer(Tokenizer):
     """Splits raw strings into SentencePiece pieces (strings) and joins pieces back into text.
 
     Tokenization runs in-graph through `tensorflow_text.SentencepieceTokenizer`, so the layer
@@ -21,6 +22,12 @@ class SentencePieceTokenizer(PreprocessingLayer):
     links these ops). Pieces, not ids, come out: a `VocabLookup` maps them to the ids of an
     OpenNMT-format vocabulary, which keeps `<blank>`, `<s>`, `</s>` at 0, 1, 2 whatever the
     SentencePiece model's own numbering.
+
+    It is a `keras_hub.tokenizers.Tokenizer` of string tokens that returns tensors, eagerly
+    too (see `kerasnmt.layers.tokenizer.Tokenizer`); `get_vocabulary`, `vocabulary_size`,
+    `id_to_token` and `token_to_id` give the SentencePiece model's own pieces and ids.
+    keras-hub's `SentencePieceTokenizer(dtype="string")` tokenizes alike, but returns Python
+    lists eagerly, detokenizes ids (eagerly) and keeps its model out of its config.
 
     The serialized model is embedded in `get_config()` (base64), so `from_config` alone rebuilds
     a working layer and a `.keras` file is self-contained: no asset file to keep next to it.
@@ -48,6 +55,8 @@ class SentencePieceTokenizer(PreprocessingLayer):
         ['▁he', '▁can']
         >>> tokenizer.detokenize(tokenizer(["door open", "I like it"])).numpy().tolist()
         [b'door open', b'I like it']
+        >>> tokenizer.vocabulary_size(), tokenizer.token_to_id("▁can"), tokenizer.id_to_token(0)
+        (10, 4, '<unk>')
 
     Reference:
         [Kudo and Richardson, 2018](https://arxiv.org/abs/1808.06226)
@@ -56,12 +65,13 @@ class SentencePieceTokenizer(PreprocessingLayer):
     def __init__(self, model, **kwargs):
         super().__init__(**kwargs)
         self.model = model
-        self.proto = _read_model(model)
+        self.proto, self._processor = _read_model(model)
         self._sentencepiece = tensorflow_text.SentencepieceTokenizer(
             self.proto, out_type=tf.string
         )
 
-    def call(self, inputs):
+    def tokenize(self, inputs):
+        """Splits `inputs` into pieces (what calling the layer does)."""
         inputs = tf.convert_to_tensor(inputs, dtype=tf.string)
         if inputs.shape.rank not in (0, 1):
             raise ValueError(
@@ -83,6 +93,27 @@ class SentencePieceTokenizer(PreprocessingLayer):
         """
         return self._sentencepiece.detokenize(drop_padding_tokens(pieces))
 
+    def get_vocabulary(self):
+        """The model's pieces, in id order."""
+        return self._processor.id_to_piece(list(range(self.vocabulary_size())))
+
+    def vocabulary_size(self):
+        """The number of pieces of the model."""
+        return self._processor.vocab_size()
+
+    def id_to_token(self, id):
+        """The piece of id `id`; an id outside `[0, vocabulary_size())` is refused."""
+        if not 0 <= id < self.vocabulary_size():
+            raise ValueError(
+                f"SentencePieceTokenizer: id {id} is not in [0, {self.vocabulary_size() - 1}]"
+            )
+        return self._processor.id_to_piece(int(id))
+
+    def token_to_id(self, token):
+        """The id of piece `token` (`str` or `bytes`); a piece the model does not have gives
+        the unknown piece's id, as SentencePiece's `piece_to_id` does."""
+        return self._processor.piece_to_id(token)
+
     def get_config(self):
         config = super().get_config()
         config["model"] = base64.b64encode(self.proto).decode("ascii")
@@ -96,7 +127,8 @@ class SentencePieceTokenizer(PreprocessingLayer):
 
 
 def _read_model(model):
-    """The serialized SentencePiece model from bytes or a file, checked to parse."""
+    """The serialized SentencePiece model from bytes or a file, and its
+    `sentencepiece.SentencePieceProcessor` (which checks that it parses)."""
     if isinstance(model, bytes):
         proto, origin = model, "the given bytes"
     else:
@@ -104,7 +136,7 @@ def _read_model(model):
         with tf.io.gfile.GFile(path, "rb") as file:
             proto, origin = file.read(), path
     try:
-        sentencepiece.SentencePieceProcessor(model_proto=proto)
+        processor = sentencepiece.SentencePieceProcessor(model_proto=proto)
     except RuntimeError as error:
         raise ValueError(f"{origin}: not a SentencePiece model ({error})") from None
-    return proto
+    return proto, processor

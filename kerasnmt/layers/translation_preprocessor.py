@@ -1,14 +1,15 @@
 """A translation model's preprocessing: text to ids (and alignments), and ids back to text."""
 
 import base64
-import sys
 
 import keras
+import keras_hub
 import tensorflow as tf
 
 from kerasnmt.data.vocabulary import SPECIAL_TOKENS
 from kerasnmt.layers.pharaoh_alignment import PharaohAlignment
 from kerasnmt.layers.preprocessing_layer import PreprocessingLayer
+from kerasnmt.layers.tokenizer import Tokenizer
 from kerasnmt.layers.vocab_lookup import VocabLookup
 
 # The fields of keras-hub tokenizers' configs that keras-hub saves as asset files instead.
@@ -30,12 +31,13 @@ class TranslationPreprocessor(PreprocessingLayer):
     A `keras_hub.tokenizers.Tokenizer` (SentencePiece, WordPiece, byte-pair) can be either
     tokenizer: built with `dtype="string"`, its tokens go through the `VocabLookup` like any
     other tokenizer's (and back to its own ids for its `detokenize`, dropping tokens it does
-    not know), and without a vocabulary argument its own vocabulary is used, which
-    must start with `<blank>`, `<s>`, `</s>` (ids 0, 1, 2; e.g. a SentencePiece model trained
-    with `pad_id=0, pad_piece="<blank>", bos_id=1, eos_id=2`). Its vocabulary files (a
-    SentencePiece model, WordPiece or byte-pair vocabularies), which keras-hub saves as
-    assets, are embedded in `get_config()`. The exported model needs only its TensorFlow
-    ops, not keras-hub.
+    not know). Without a vocabulary argument the tokenizer's own vocabulary is used (a
+    keras-hub tokenizer's, or that of kerasnmt's `SentencePieceTokenizer`, also a keras-hub
+    `Tokenizer`), which must start with `<blank>`, `<s>`, `</s>` (ids 0, 1, 2; e.g. a
+    SentencePiece model trained with `pad_id=0, pad_piece="<blank>", bos_id=1, eos_id=2`).
+    keras-hub's vocabulary files (a SentencePiece model, WordPiece or byte-pair
+    vocabularies), which it saves as assets, are embedded in `get_config()`. The exported
+    model needs only its TensorFlow ops, not keras-hub.
 
     Args:
         source_tokenizer: a tokenizer layer (`WhitespaceTokenizer`, `SentencePieceTokenizer`,
@@ -44,7 +46,7 @@ class TranslationPreprocessor(PreprocessingLayer):
         target_tokenizer: the same for the target language; its `detokenize` is used by
             `detokenize_target`.
         source_vocabulary: the source vocabulary file or token list (see `VocabLookup`);
-            `None` for the vocabulary of a keras-hub `source_tokenizer`.
+            `None` for the source tokenizer's own vocabulary (see above).
         target_vocabulary: the target vocabulary file or token list, or `None` likewise.
         maximum_source_length: keep at most this many source tokens (truncation, see
             `VocabLookup`); `None` keeps all.
@@ -217,10 +219,11 @@ class TranslationPreprocessor(PreprocessingLayer):
 
 
 def _is_keras_hub(tokenizer):
-    """Whether `tokenizer` is a keras-hub tokenizer. kerasnmt does not import keras-hub for
-    this (0.7 s): whoever built one has imported it."""
-    keras_hub = sys.modules.get("keras_hub")
-    return keras_hub is not None and isinstance(tokenizer, keras_hub.tokenizers.Tokenizer)
+    """Whether `tokenizer` is one of keras-hub's tokenizers: a `keras_hub.tokenizers.Tokenizer`
+    that is not kerasnmt's (which are, but take tokens in `detokenize`, return tensors and
+    keep their models in their configs)."""
+    return (isinstance(tokenizer, keras_hub.tokenizers.Tokenizer)
+            and not isinstance(tokenizer, Tokenizer))
 
 
 def _serialized_tokenizer(tokenizer):
@@ -247,19 +250,25 @@ def _deserialized_tokenizer(serialized):
 
 
 def _tokenizer_vocabulary(tokenizer, side):
-    """The vocabulary of a keras-hub tokenizer, checked to start with kerasnmt's special
-    tokens."""
-    if not _is_keras_hub(tokenizer):
-        raise ValueError(f"TranslationPreprocessor: {side}_vocabulary is needed unless the "
-                         f"{side} tokenizer is a keras-hub tokenizer")
-    vocabulary = list(tokenizer.get_vocabulary())
+    """The vocabulary of a keras-hub tokenizer that has one (`get_vocabulary()`; kerasnmt's
+    `SentencePieceTokenizer` has, its `WhitespaceTokenizer` has not), checked to start with
+    kerasnmt's special tokens."""
+    vocabulary = None
+    if isinstance(tokenizer, keras_hub.tokenizers.Tokenizer):
+        try:
+            vocabulary = list(tokenizer.get_vocabulary())
+        except NotImplementedError:
+            pass
+    if vocabulary is None:
+        raise ValueError(f"TranslationPreprocessor: {side}_vocabulary is needed: the {side} "
+                         f"tokenizer ({type(tokenizer).__name__}) has no vocabulary of its own")
     for token_id, token in enumerate(SPECIAL_TOKENS):
         if token_id >= len(vocabulary) or vocabulary[token_id] != token:
             where = (f"it is at id {vocabulary.index(token)}" if token in vocabulary
                      else "it has no such token")
             raise ValueError(
-                f"TranslationPreprocessor: the vocabulary of the {side} tokenizer (keras-hub "
-                f"{type(tokenizer).__name__}) needs {token!r} at id {token_id} "
+                f"TranslationPreprocessor: the vocabulary of the {side} tokenizer "
+                f"({type(tokenizer).__name__}) needs {token!r} at id {token_id} "
                 f"(<blank>, <s>, </s> = 0, 1, 2), but {where}; pass a {side}_vocabulary"
             )
     return vocabulary
