@@ -1,4 +1,5 @@
 import keras
+import keras_hub
 import numpy as np
 import pytest
 import sentencepiece
@@ -90,3 +91,53 @@ def test_bad_models_are_refused(tmp_path):
         SentencePieceTokenizer(tmp_path / "bad.model")
     with pytest.raises(tf.errors.NotFoundError):
         SentencePieceTokenizer(tmp_path / "missing.model")
+
+
+def test_is_a_keras_hub_tokenizer_with_the_models_vocabulary(subword_model):
+    """Its vocabulary, sizes and ids are those of the sentencepiece library on the model."""
+    processor = sentencepiece.SentencePieceProcessor(model_proto=subword_model)
+    tokenizer = SentencePieceTokenizer(subword_model)
+    assert isinstance(tokenizer, keras_hub.tokenizers.Tokenizer)
+    assert tokenizer.compute_dtype == "string"
+    size = processor.vocab_size()
+    assert tokenizer.vocabulary_size() == size == 60
+    pieces_by_id = [processor.id_to_piece(i) for i in range(size)]
+    assert tokenizer.get_vocabulary() == pieces_by_id
+    assert [tokenizer.id_to_token(i) for i in range(size)] == pieces_by_id
+    assert [tokenizer.token_to_id(piece) for piece in pieces_by_id] == list(range(size))
+    assert tokenizer.token_to_id("▁zebra") == processor.unk_id()
+    eager = tokenizer.tokenize(["a dog", "the cat"])
+    assert isinstance(eager, tf.RaggedTensor)  # tensors eagerly, not keras-hub's lists
+    ids = [[tokenizer.token_to_id(piece) for piece in row] for row in eager.to_list()]
+    assert ids == processor.encode(["a dog", "the cat"])  # bytes pieces too
+    for bad_id in (-1, size):
+        with pytest.raises(ValueError, match=rf"id {bad_id} is not in \[0, 59\]"):
+            tokenizer.id_to_token(bad_id)
+
+
+def test_keras_hubs_start_end_packer_packs_its_pieces(word_model):
+    """keras-hub's packer in `tf.data`, its start and end pieces read from the tokenizer;
+    the packed pieces go back to the model's ids and to the text."""
+    processor = sentencepiece.SentencePieceProcessor(model_proto=word_model)
+    tokenizer = SentencePieceTokenizer(word_model)
+    start = tokenizer.id_to_token(processor.bos_id())
+    end = tokenizer.id_to_token(processor.eos_id())
+    packer = keras_hub.layers.StartEndPacker(sequence_length=5, start_value=start,
+                                             end_value=end, pad_value="")
+    text = ["he can", "good day today bat", ""]
+    dataset = tf.data.Dataset.from_tensor_slices(text).batch(3).map(tokenizer).map(packer)
+    packed = next(iter(dataset))
+    assert [start, end] == ["<s>", "</s>"] and packed.shape == (3, 5)
+    ids = [[tokenizer.token_to_id(piece) for piece in row if piece] for row in packed.numpy()]
+    assert ids == [[processor.bos_id()] + row[:3] + [processor.eos_id()]
+                   for row in processor.encode(text)]
+    assert tokenizer.detokenize(packed).numpy().tolist() == [b"he can", b"good day today", b""]
+
+
+def test_round_trip_through_the_keras_config(word_model):
+    tokenizer = SentencePieceTokenizer(word_model)
+    revived = SentencePieceTokenizer.from_config(tokenizer.get_config())
+    assert isinstance(revived, keras_hub.tokenizers.Tokenizer)
+    assert revived.get_vocabulary() == tokenizer.get_vocabulary()
+    text = ["I like it", "door open"]
+    assert revived.detokenize(revived(text)).numpy().tolist() == [t.encode() for t in text]

@@ -4,6 +4,7 @@ import tempfile
 import keras
 import numpy as np
 import pytest
+import sentencepiece
 import tensorflow as tf
 
 from kerasnmt.layers import (
@@ -224,3 +225,38 @@ def test_export_archive_serves_raw_strings():
         text = reloaded.detokenize(tf.constant([[1, ON, MOZHET, 2], [1, ON, 0, 0]]))
     assert features["ids"].numpy().tolist() == [[HE, CAN], [11, len(SOURCE_VOCABULARY)]]
     assert text.numpy().tolist() == [t.encode() for t in ["▁он ▁может", "▁он"]]
+
+
+def test_kerasnmts_sentencepiece_gives_its_vocabulary_and_detokenizes_pieces():
+    """A keras-hub tokenizer, but kerasnmt's: without vocabularies its model's pieces are
+    used (<blank>, <s>, </s> at 0, 1, 2 in this model), and `detokenize_target` gives it
+    pieces, not its own ids as keras-hub's tokenizers get: a piece outside its model is kept,
+    where keras-hub's would drop it."""
+    model = tiny_sentencepiece.train(vocab_size=22, pad_id=0, pad_piece="<blank>", bos_id=1,
+                                     eos_id=2, unk_id=3)
+    tokenizer = SentencePieceTokenizer(model)
+    preprocessor = TranslationPreprocessor(tokenizer, tokenizer)
+    assert preprocessor.source_vocabulary == preprocessor.target_vocabulary == (
+        tokenizer.get_vocabulary())
+    features, labels = preprocessor(["he can", "I like it"], ["door open", "a"])
+    encoded = sentencepiece.SentencePieceProcessor(model_proto=model).encode(
+        ["he can", "I like it", "door open", "a"])
+    assert features["ids"].numpy().tolist() == pad(encoded[:2], 3).tolist()
+    ids_out = pad([row + [2] for row in encoded[2:]], 3)
+    assert labels["ids_out"].numpy().tolist() == ids_out.tolist()
+    assert preprocessor.detokenize_target(labels["ids"]).numpy().tolist() == [b"door open", b"a"]
+
+    vocabulary = tokenizer.get_vocabulary() + ["▁zebra"]
+    with_zebra = TranslationPreprocessor(tokenizer, tokenizer, vocabulary, vocabulary)
+    pieces = ["▁he", "▁zebra", "▁can"]
+    text = with_zebra.detokenize_target([1] + [vocabulary.index(p) for p in pieces] + [2])
+    assert text.numpy() == tokenizer.detokenize(pieces).numpy()
+    assert b"zebra" in text.numpy()
+
+
+def test_a_tokenizer_without_a_vocabulary_needs_one():
+    with pytest.raises(ValueError, match=r"source_vocabulary is needed: the source tokenizer "
+                                         r"\(WhitespaceTokenizer\) has no vocabulary of its own"):
+        TranslationPreprocessor(WhitespaceTokenizer(), WhitespaceTokenizer())
+    with pytest.raises(ValueError, match=r"target_vocabulary is needed: .* \(WhitespaceTokenizer"):
+        TranslationPreprocessor(WhitespaceTokenizer(), WhitespaceTokenizer(), SOURCE_VOCABULARY)

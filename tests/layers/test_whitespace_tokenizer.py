@@ -1,3 +1,5 @@
+import keras
+import keras_hub
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -59,3 +61,42 @@ def test_string_layer_is_not_jit_compiled():
 def test_rank_2_input_is_refused():
     with pytest.raises(ValueError, match="string scalar or a 1-D batch"):
         WhitespaceTokenizer()([["a b"]])
+
+
+def test_is_a_keras_hub_tokenizer_without_a_vocabulary():
+    tokenizer = WhitespaceTokenizer()
+    assert isinstance(tokenizer, keras_hub.tokenizers.Tokenizer)
+    assert tokenizer.compute_dtype == "string"
+    assert isinstance(tokenizer.tokenize(["a b"]), tf.RaggedTensor)  # not keras-hub's lists
+    for method, args in [("get_vocabulary", ()), ("vocabulary_size", ()),
+                         ("id_to_token", (0,)), ("token_to_id", ("a",))]:
+        with pytest.raises(NotImplementedError, match=rf"no vocabulary, so no {method}\(\)"):
+            getattr(tokenizer, method)(*args)
+
+
+def test_keras_hubs_start_end_packer_packs_its_tokens():
+    tokenizer = WhitespaceTokenizer()
+    packer = keras_hub.layers.StartEndPacker(sequence_length=4, start_value="<s>",
+                                             end_value="</s>", pad_value="")
+    dataset = tf.data.Dataset.from_tensor_slices(["a b", "c d e f", " "]).batch(3)
+    packed = next(iter(dataset.map(tokenizer).map(packer)))
+    assert packed.numpy().tolist() == [[b"<s>", b"a", b"b", b"</s>"],
+                                       [b"<s>", b"c", b"d", b"</s>"],
+                                       [b"<s>", b"</s>", b"", b""]]
+    assert tokenizer.detokenize(packed).numpy().tolist() == [b"<s> a b </s>", b"<s> c d </s>",
+                                                              b"<s> </s>"]
+
+
+def test_a_config_saved_before_it_was_a_keras_hub_tokenizer_loads():
+    """A float32 dtype and no keras-hub `config_file`, as kerasnmt wrote them before."""
+    tokenizer = keras.saving.deserialize_keras_object({
+        "module": "kerasnmt.layers.whitespace_tokenizer", "class_name": "WhitespaceTokenizer",
+        "config": {"name": "whitespace_tokenizer", "trainable": True,
+                   "dtype": {"module": "keras", "class_name": "DTypePolicy",
+                             "config": {"name": "float32"}, "registered_name": None}},
+        "registered_name": "kerasnmt>WhitespaceTokenizer",
+    })
+    assert tokenizer.compute_dtype == "string"
+    assert tokenizer("a b").numpy().tolist() == [b"a", b"b"]
+    assert WhitespaceTokenizer.from_config(tokenizer.get_config()).get_config() == (
+        tokenizer.get_config())

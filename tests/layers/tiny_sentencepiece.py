@@ -11,8 +11,9 @@ ENGLISH = ["a", "21", "yes", "no", "cat", "he can", "door open", "I like it", "b
 
 
 @functools.lru_cache(maxsize=None)
-def train(model_type="word", vocab_size=21, sentences=tuple(ENGLISH * 5)):
-    """Serialized model trained on `sentences`; a "word" model's pieces are "▁" + each word."""
+def train(model_type="word", vocab_size=21, sentences=tuple(ENGLISH * 5), **options):
+    """Serialized model trained on `sentences`; a "word" model's pieces are "▁" + each word.
+    `options` go to the trainer (e.g. `pad_id`)."""
     model = io.BytesIO()
     sentencepiece.SentencePieceTrainer.train(
         sentence_iterator=iter(sentences),
@@ -21,5 +22,6 @@ def train(model_type="word", vocab_size=21, sentences=tuple(ENGLISH * 5)):
         vocab_size=vocab_size,
         character_coverage=1.0,
         minloglevel=2,
+        **options,
     )
     return model.getvalue()
