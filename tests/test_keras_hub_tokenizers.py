@@ -3,6 +3,7 @@ Translator trained with one, and its SavedModel run where keras-hub cannot be im
 
 import base64
 import io
+import json
 
 import keras
 import keras_hub
@@ -73,6 +74,23 @@ def test_a_keras_hub_tokenizer_travels_in_the_preprocessors_config():
     rebuilt = TranslationPreprocessor.from_config(config)
     assert rebuilt(["a bc", "b"])["ids"].numpy().tolist() == [[4, 5, 6], [5, 0, 0]]
     assert rebuilt.detokenize_target([[1, 4, 5, 6, 2]]).numpy().tolist() == [b"a bc"]
+
+
+def test_a_byte_pair_tokenizer_gives_ids_in_its_own_order_and_travels_in_the_config():
+    """A byte-pair vocabulary is a dict, here not in id order: the ids are its values, and
+    the vocabulary and merges (absent from keras-hub's own config) are embedded."""
+    vocabulary = {"Ġb": 8, "<blank>": 0, "<s>": 1, "</s>": 2, "a": 3, "b": 4, "Ġ": 5,
+                  "ab": 6, "Ġab": 7}
+    tokenizer = keras_hub.tokenizers.BytePairTokenizer(
+        vocabulary=vocabulary, merges=["a b", "Ġ ab", "Ġ b"], dtype="string")
+    preprocessor = TranslationPreprocessor(tokenizer, tokenizer)
+    assert preprocessor.source_vocabulary[:3] == ["<blank>", "<s>", "</s>"]
+    assert preprocessor.source_vocabulary[8] == "Ġb"
+    config = json.loads(json.dumps(preprocessor.get_config()))
+    rebuilt = TranslationPreprocessor.from_config(config)
+    for layer in (preprocessor, rebuilt):
+        assert layer(["ab ab b", "a"])["ids"].numpy().tolist() == [[6, 7, 8], [3, 0, 0]]
+        assert layer.detokenize_target([[1, 6, 7, 8, 2]]).numpy().tolist() == [b"ab ab b"]
 
 
 def test_a_vocabulary_without_the_special_tokens_is_refused_naming_the_token():

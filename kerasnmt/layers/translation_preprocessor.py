@@ -129,7 +129,7 @@ class TranslationPreprocessor(PreprocessingLayer):
         self._target_tokenizer_ids = None
         if _is_keras_hub(target_tokenizer):  # it detokenizes its own ids, not tokens
             with tf.init_scope():
-                tokens = target_tokenizer.get_vocabulary()
+                tokens = _tokens_in_id_order(target_tokenizer)
                 self._target_tokenizer_ids = tf.lookup.StaticHashTable(
                     tf.lookup.KeyValueTensorInitializer(
                         tf.constant(tokens, tf.string), tf.range(len(tokens), dtype=tf.int32)),
@@ -233,8 +233,8 @@ def _serialized_tokenizer(tokenizer):
     if _is_keras_hub(tokenizer):
         config = serialized["config"]
         for field in KERAS_HUB_ASSET_FIELDS:
-            if field in config and config[field] is None:
-                value = getattr(tokenizer, field)
+            value = getattr(tokenizer, field, None)
+            if value is not None and config.get(field) is None:  # a byte-pair config omits them
                 config[field] = (base64.b64encode(value).decode("ascii") if field == "proto"
                                  else value)
     return serialized
@@ -249,6 +249,12 @@ def _deserialized_tokenizer(serialized):
     return keras.saving.deserialize_keras_object(serialized)
 
 
+def _tokens_in_id_order(tokenizer):
+    """A keras-hub tokenizer's tokens as a list, in id order (a byte-pair tokenizer's
+    `get_vocabulary()` is its vocabulary dict's keys, in the dict's order)."""
+    return [tokenizer.id_to_token(token_id) for token_id in range(tokenizer.vocabulary_size())]
+
+
 def _tokenizer_vocabulary(tokenizer, side):
     """The vocabulary of a keras-hub tokenizer that has one (`get_vocabulary()`; kerasnmt's
     `SentencePieceTokenizer` has, its `WhitespaceTokenizer` has not), checked to start with
@@ -256,7 +262,7 @@ def _tokenizer_vocabulary(tokenizer, side):
     vocabulary = None
     if isinstance(tokenizer, keras_hub.tokenizers.Tokenizer):
         try:
-            vocabulary = list(tokenizer.get_vocabulary())
+            vocabulary = _tokens_in_id_order(tokenizer)
         except NotImplementedError:
             pass
     if vocabulary is None:
