@@ -188,6 +188,27 @@ def test_a_compact_batch_export_equals_translate(tmp_path):
             outputs["scores"], [[h["score"] for h in n] for n in expected], atol=1e-4)
 
 
+def test_translate_after_keras_int8_quantization_equals_its_export(tmp_path):
+    """`translate` traced before `quantize("int8")` must not keep decoding with the float
+    kernels: after it, its scores are the quantized model's, those of its SavedModel."""
+    translator = tiny_translator(seed=3)
+    sampler = _sampler()
+    float_details = translator.translate(SENTENCES, sampler=sampler, return_details=True,
+                                         jit_compile=False)
+    translator.quantize("int8")
+    expected = translator.translate(SENTENCES, sampler=sampler, return_details=True,
+                                    jit_compile=False)
+    float_scores = [[h["score"] for h in n] for n in float_details]
+    scores = [[h["score"] for h in n] for n in expected]
+    assert not np.allclose(scores, float_scores, atol=1e-4)
+    path = translator.export(tmp_path / "int8", sampler=sampler, maximum_source_length=8,
+                             batch_size_buckets=(8,), jit_compile=False, warmup=False)
+    outputs = _loaded(path).signatures[N_BEST_SIGNATURE](source=tf.constant(SENTENCES))
+    assert [_strings(row) for row in outputs["translations"]] == [
+        [h["text"] for h in n_best] for n_best in expected]
+    np.testing.assert_allclose(outputs["scores"], scores, atol=1e-4)
+
+
 def test_a_shortlist_export_equals_translate(tmp_path):
     """The SavedModel finds each chunk's shortlist in its graph: the translations and
     scores of `translate` with the shortlist, for a batch whose shortlist fits its width

@@ -140,13 +140,24 @@ def _sampler_config(sampler):
     return config
 
 
+# The translator's attribute that holds its traced translation functions.
+_FUNCTIONS = "_translate_functions"
+
+
+def forget_translate_functions(translator):
+    """Drops the functions `translate` traced for `translator`: they capture its weights as
+    they were (`keras.Model.quantize` replaces the float kernels), so the next call traces
+    anew."""
+    translator.__dict__.pop(_FUNCTIONS, None)
+
+
 def _cached(translator, key, build):
     """The function `build()` made for `key`, kept on the translator: each traces (and
     compiles) once per shape, for every later call."""
-    functions = translator.__dict__.get("_translate_functions")
+    functions = translator.__dict__.get(_FUNCTIONS)
     if functions is None:
         functions = {}
-        object.__setattr__(translator, "_translate_functions", functions)
+        object.__setattr__(translator, _FUNCTIONS, functions)
     if key not in functions:
         functions[key] = build()
     return functions[key]

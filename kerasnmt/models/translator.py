@@ -10,7 +10,7 @@ from kerasnmt.data.vocabulary import END_OF_SENTENCE_ID, START_OF_SENTENCE_ID
 from kerasnmt.layers.beam_sampler import BeamSampler
 from kerasnmt.layers.transformer_decoder import TransformerDecoder
 from kerasnmt.layers.transformer_encoder import TransformerEncoder
-from kerasnmt.inference.translate import translate
+from kerasnmt.inference.translate import forget_translate_functions, translate
 from kerasnmt.inference.widths import (
     DEFAULT_LENGTH_OFFSET,
     DEFAULT_LENGTH_RATIO,
@@ -586,6 +586,12 @@ class Translator(keras.Model):
         if shortlist_ids is not None:  # shortlist positions -> target ids (0 pads stay 0)
             outputs["ids"] = tf.gather(tf.maximum(shortlist_ids, 0), outputs["ids"])
         return outputs
+
+    def quantize(self, mode, **kwargs):
+        """`keras.Model.quantize` (Keras quantizes the `Dense` and `Embedding` layers), then
+        forgets the functions `translate` traced for the float weights."""
+        super().quantize(mode, **kwargs)
+        forget_translate_functions(self)
 
     def translate(
         self,
