@@ -53,6 +53,7 @@ from kerasnmt.training import (
 from kerasnmt.training.accumulation import accumulation_steps as training_accumulation_steps
 from kerasnmt.training.checkpoint_callback import restore_latest, training_checkpoint
 from kerasnmt.training.optimizer_step import optimizer_step
+from kerasnmt.training.precision import choose_precision
 from kerasnmt.training.readable_checkpoint import checkpoint_damage, newest_readable_checkpoint
 from kerasnmt.training.run_recipe import check_run_recipe
 
@@ -93,13 +94,20 @@ def build_preprocessor(config):
     )
 
 
+def run_precision(config):
+    """The `Precision` (dtype policy and why) of `train.mixed_precision`, `auto` resolved
+    for this machine (see `kerasnmt.training.precision.choose_precision`)."""
+    return choose_precision(config["train"]["mixed_precision"])
+
+
 def build_translator(config):
     """A new `Translator` shaped by `config["model"]` (and the loss options of `params`),
-    in `train.mixed_precision`'s dtype policy when set."""
+    in the dtype policy of `run_precision` when it is not float32."""
     model, params = config["model"], config["params"]
     options = {}
-    if config["train"]["mixed_precision"] is not None:
-        options["dtype"] = config["train"]["mixed_precision"]
+    policy = run_precision(config).policy
+    if policy is not None:
+        options["dtype"] = policy
     return Translator(
         build_preprocessor(config),
         num_layers=model["num_layers"],
@@ -156,7 +164,8 @@ def build_shortlist(config, preprocessor, path=None):
 
 def run_training_dataset(config, preprocessor):
     """The training batches `kerasnmt train` reads for `config` (its `data` and `train`
-    keys), from `kerasnmt.data.training_dataset`."""
+    keys), from `kerasnmt.data.training_dataset`: global batches of `train.batch_size`
+    per replica of the current `tf.distribute` strategy."""
     data, train_section = config["data"], config["train"]
     return training_dataset(
         data["train_features_file"],
@@ -165,11 +174,15 @@ def run_training_dataset(config, preprocessor):
         alignment_file=data["train_alignments"],
         batch_size=train_section["batch_size"],
         batch_type=train_section["batch_type"],
+        batch_size_multiple=train_section["batch_size_multiple"],
         length_bucket_width=train_section["length_bucket_width"],
         maximum_features_length=train_section["maximum_features_length"],
         maximum_labels_length=train_section["maximum_labels_length"],
+        pad_to_bucket_boundary=train_section["pad_to_bucket_boundary"],
         sample_buffer_size=train_section["sample_buffer_size"],
         seed=train_section["seed"],
+        num_replicas=tf.distribute.get_strategy().num_replicas_in_sync,
+        prefetch_buffer_size=train_section["prefetch_buffer_size"] or tf.data.AUTOTUNE,
         train_files_weights=data["train_files_weights"],
     )
 
@@ -732,6 +745,8 @@ def train(config, time_limit=None, verbose="auto"):
     if train_section["seed"] is not None:
         keras.utils.set_random_seed(train_section["seed"])
 
+    if train_section["mixed_precision"] == "auto":
+        print(f"train.mixed_precision auto: {run_precision(config).reason}", flush=True)
     translator = build_translator(config)
     translator.compile(optimizer=build_optimizer(config))
     checkpoint = training_checkpoint(translator)
