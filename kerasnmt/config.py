@@ -177,6 +177,20 @@ class _Choice(_Kind):
         raise _Invalid(message)
 
 
+class _Text(_Kind):
+    """A non-empty string, or null."""
+
+    nullable = True
+
+    def _describe(self):
+        return "a string"
+
+    def _check(self, value, base_dir):
+        if not isinstance(value, str) or not value:
+            raise _Invalid(f"expected {self.describe()}, {_got(value)}")
+        return value
+
+
 class _LanguageCode(_Kind):
     """A language code as the Moses scripts take it (`-l de`): 2 or 3 lowercase letters
     (`kerasnmt.evaluation.check_moses_language`)."""
@@ -701,7 +715,17 @@ _SCHEMA = {
         "seed": _Option(
             None,
             _Integer(minimum=0, nullable=True),
-            "Random seed for initialization, shuffling and dropout; null picks one at random.",
+            "Random seed for initialization, shuffling and dropout; null picks one at random. "
+            "Needed by multi-worker training (`TF_CONFIG`).",
+        ),
+        "tpu": _Option(
+            None,
+            _Text(),
+            "Train on this TPU (`TPUStrategy`): its name or `grpc://` address as "
+            "`tf.distribute.cluster_resolver.TPUClusterResolver` takes it, `local` on a TPU "
+            "VM. Needs `pad_to_bucket_boundary: true` and both maximum lengths (one shape a "
+            "bucket, a bounded number of buckets). Null: the local GPUs or CPU, or the "
+            "workers of `TF_CONFIG` (see Running on several devices).",
         ),
     },
     "eval": {
@@ -1024,6 +1048,15 @@ def _check_together(config, errors, given_optimizer_params):
             and train["batch_size_multiple"] != 1 and train["batch_type"] == "examples"):
         error("train.batch_size_multiple", "has no effect with train.batch_type examples "
               "(batches hold train.batch_size examples); use batch_type tokens")
+    if valid("train.tpu") and train["tpu"] is not None:
+        # A TPU compiles one program a batch shape: one shape a bucket, finitely many buckets.
+        if valid("train.pad_to_bucket_boundary") and not train["pad_to_bucket_boundary"]:
+            error("train.pad_to_bucket_boundary",
+                  "must be true with train.tpu (a TPU compiles one program a batch shape)")
+        for key in ("maximum_features_length", "maximum_labels_length"):
+            if valid(f"train.{key}") and train[key] is None:
+                error(f"train.{key}",
+                      "must be set with train.tpu (a bounded number of batch shapes)")
 
     if valid("data"):
         _check_data_files(data, error)

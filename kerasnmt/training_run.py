@@ -12,7 +12,10 @@ commands that need a model without training it (`export`, `translate`,
 `average-checkpoints`).
 
 Steps are optimizer steps (weight updates): with gradient accumulation
-(`train.effective_batch_size`), one step is several batches.
+(`train.effective_batch_size`), one step is several batches. The model, its optimizer and
+its checkpoint are built under the `tf.distribute` strategy of
+`kerasnmt.training.distribution.training_strategy` (one device, several GPUs, the workers
+of `TF_CONFIG`, or a TPU).
 """
 
 import contextlib
@@ -52,6 +55,13 @@ from kerasnmt.training import (
 )
 from kerasnmt.training.accumulation import accumulation_steps as training_accumulation_steps
 from kerasnmt.training.checkpoint_callback import restore_latest, training_checkpoint
+from kerasnmt.training.distribution import (
+    WorkerLostError,
+    distributed_input,
+    is_chief,
+    output_directory,
+    training_strategy,
+)
 from kerasnmt.training.optimizer_step import optimizer_step
 from kerasnmt.training.precision import choose_precision
 from kerasnmt.training.readable_checkpoint import checkpoint_damage, newest_readable_checkpoint
@@ -97,7 +107,8 @@ def build_preprocessor(config):
 def run_precision(config):
     """The `Precision` (dtype policy and why) of `train.mixed_precision`, `auto` resolved
     for this machine (see `kerasnmt.training.precision.choose_precision`)."""
-    return choose_precision(config["train"]["mixed_precision"])
+    train_section = config["train"]
+    return choose_precision(train_section["mixed_precision"], tpu=train_section["tpu"] is not None)
 
 
 def build_translator(config):
@@ -739,6 +750,7 @@ def train(config, time_limit=None, verbose="auto"):
     if missing:
         raise ValueError(f"training needs these configuration keys: {', '.join(missing)}")
     train_section, data = config["train"], config["data"]
+    strategy = training_strategy(config)  # First: a multi-worker one sets up collectives.
     model_dir = config["model_dir"]
     os.makedirs(model_dir, exist_ok=True)
     check_run_recipe(config, resuming=tf.train.latest_checkpoint(model_dir) is not None)
@@ -747,29 +759,36 @@ def train(config, time_limit=None, verbose="auto"):
 
     if train_section["mixed_precision"] == "auto":
         print(f"train.mixed_precision auto: {run_precision(config).reason}", flush=True)
-    translator = build_translator(config)
-    translator.compile(optimizer=build_optimizer(config))
-    checkpoint = training_checkpoint(translator)
-    manager = tf.train.CheckpointManager(
-        checkpoint, model_dir, max_to_keep=train_section["keep_checkpoint_max"]
-    )
-    restored = restore_latest(checkpoint, manager, translator)
-    start_step = optimizer_step(translator)
-    max_step = train_section["max_step"]
-    if max_step is not None and start_step >= max_step:
-        print(f"Nothing to train: step {start_step} already reaches train.max_step ({max_step})")
-        return TrainingResult(translator, start_step, restored, None,
-                              "already at train.max_step", None)
-
-    dataset = run_training_dataset(config, translator.preprocessor)
-    accumulation = accumulation_steps(config)
+    with strategy.scope():
+        translator = build_translator(config)
+        translator.compile(optimizer=build_optimizer(config))
+        checkpoint = training_checkpoint(translator)
+        manager = tf.train.CheckpointManager(
+            checkpoint, model_dir, max_to_keep=train_section["keep_checkpoint_max"]
+        )
+        restored = restore_latest(checkpoint, manager, translator)
+        start_step = optimizer_step(translator)
+        max_step = train_section["max_step"]
+        if max_step is not None and start_step >= max_step:
+            print(f"Nothing to train: step {start_step} already reaches train.max_step "
+                  f"({max_step})")
+            return TrainingResult(translator, start_step, restored, None,
+                                  "already at train.max_step", None)
+        dataset = distributed_input(run_training_dataset(config, translator.preprocessor))
+        accumulation = accumulation_steps(config)
+    if strategy.num_replicas_in_sync > 1:
+        print(f"Training on {strategy.num_replicas_in_sync} replicas "
+              f"({type(strategy).__name__}): each step takes {train_section['batch_size']} "
+              f"{train_section['batch_type']} a replica", flush=True)
+    # Every worker saves (it holds the variables too); only the chief's files are the run's.
+    output_config = dict(config, model_dir=output_directory(model_dir, strategy))
     period = config["eval"]["steps"]
     stopper = _StopAtStep(max_step, time_limit)
     decay = config["params"]["moving_average_decay"]
     moving_average = MovingAverage(decay) if decay is not None else None
     averaged_weights = moving_average.swapped_in if moving_average is not None else None
     checkpoints = CheckpointCallback(
-        model_dir,
+        output_config["model_dir"],
         save_every_steps=train_section["save_checkpoints_steps"],
         keep_checkpoints=train_section["keep_checkpoint_max"],
         restore=False,
@@ -780,13 +799,14 @@ def train(config, time_limit=None, verbose="auto"):
     callbacks += [
         checkpoints,
         _TrainingSummaries(
-            os.path.join(model_dir, LOG_DIRECTORY, "train"), train_section["save_summary_steps"]
+            os.path.join(output_config["model_dir"], LOG_DIRECTORY, "train"),
+            train_section["save_summary_steps"],
         ),
     ]
     if data["eval_features_file"] is not None:
         sampler = build_sampler(config, n_best=1)
-        callbacks.append(_Evaluation(config, sampler, _export_best(config, sampler), stopper,
-                                     evaluated_weights=averaged_weights))
+        callbacks.append(_Evaluation(output_config, sampler, _export_best(output_config, sampler),
+                                     stopper, evaluated_weights=averaged_weights))
     callbacks.append(stopper)  # last: the epoch ends after the others saw the batch
     epochs = math.ceil(max_step / period) if max_step is not None else 10**9
     try:
@@ -803,6 +823,16 @@ def train(config, time_limit=None, verbose="auto"):
                 callbacks=callbacks,
                 verbose=verbose,
             )
+    except tf.errors.UnavailableError as error:
+        if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+            raise
+        raise WorkerLostError(
+            "a worker of the cluster stopped answering (TensorFlow aborted the collective "
+            f"operations; its log names the worker): training stopped at step "
+            f"{optimizer_step(translator)}; the latest checkpoint of {model_dir} is "
+            f"{tf.train.latest_checkpoint(model_dir)}; start every worker again to resume "
+            "from it"
+        ) from None
     except KeyboardInterrupt:
         if checkpoints.manager is not None:
             path = checkpoints.save(optimizer_step(translator))
@@ -812,7 +842,7 @@ def train(config, time_limit=None, verbose="auto"):
     last_checkpoint = checkpoints.manager.latest_checkpoint
     averaged = None
     count = train_section["average_last_checkpoints"]
-    if count > 0 and stopper.signal_number is None:
+    if count > 0 and stopper.signal_number is None and is_chief(strategy):
         averaged = average_run_checkpoints(config, translator, count)
     return TrainingResult(
         translator, step, last_checkpoint, averaged, stopper.reason or "end of training",

@@ -603,3 +603,23 @@ def test_batch_size_multiple_needs_token_batches(tmp_path):
     assert [train[key] for key in ("batch_size_multiple", "prefetch_buffer_size",
                                    "pad_to_bucket_boundary", "mixed_precision")] == [
         8, 4, True, "auto"]
+
+
+def test_a_tpu_needs_static_shapes(tmp_path):
+    path = write_config(tmp_path, """
+        train:
+          tpu: local
+          maximum_labels_length: null
+        """)
+    assert errors_of(path) == [
+        "train.maximum_labels_length: must be set with train.tpu (a bounded number of batch "
+        "shapes)",
+        "train.pad_to_bucket_boundary: must be true with train.tpu (a TPU compiles one "
+        "program a batch shape)",
+    ]
+    path = write_config(tmp_path, """
+        train:
+          tpu: local
+          pad_to_bucket_boundary: true
+        """)
+    assert load_config(path)["train"]["tpu"] == "local"
