@@ -143,7 +143,7 @@ def test_a_lost_worker_ends_the_survivor_with_an_error_and_the_run_resumes(tmp_p
             if process.poll() is None:
                 process.kill()
                 process.wait()
-    # TensorFlow's coordination service notices the missing heartbeats (about 45 s here).
+    # TensorFlow notices the missing heartbeats: 26 to 46 s after the kill in runs here.
     assert status == 1, (status, err[-2000:])
     assert "/job:worker/replica:0/task:1" in err  # TensorFlow's log names the lost worker.
     last_line = err.strip().splitlines()[-1]
