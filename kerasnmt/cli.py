@@ -318,6 +318,9 @@ def train(parser):
     averaging, and exit with status 143 (128 + 15) or 130 (128 + 2); a second Ctrl-C
     stops at once, still saving a checkpoint. A loss that becomes NaN or infinite ends
     the run with one line and status 1 (the last checkpoint is the one before it).
+    Several GPUs are used together; with TF_CONFIG set, the command is one worker of a
+    multi-worker run (a worker that dies ends the others with one line and status 1);
+    train.tpu trains on a TPU (docs/training.md, Running on several devices).
     """
     parser.add_argument("--config", required=True, metavar="RUN_YML", help="the run configuration")
     parser.add_argument(
@@ -332,12 +335,13 @@ def train(parser):
 
     def run(args):
         from kerasnmt.training import NonFiniteLossError
+        from kerasnmt.training.distribution import WorkerLostError
         from kerasnmt.training_run import TRAINING_KEYS, train as train_run
 
         config = load_config(args.config, required=TRAINING_KEYS)
         try:
             result = train_run(config, time_limit=args.time_limit, verbose=args.verbose)
-        except NonFiniteLossError as error:
+        except (NonFiniteLossError, WorkerLostError) as error:
             print(f"{PROGRAM} train: error: {error}", file=sys.stderr)
             return 1
         print(f"Training stopped at step {result.step}: {result.stop_reason}")

@@ -177,6 +177,20 @@ class _Choice(_Kind):
         raise _Invalid(message)
 
 
+class _Text(_Kind):
+    """A non-empty string, or null."""
+
+    nullable = True
+
+    def _describe(self):
+        return "a string"
+
+    def _check(self, value, base_dir):
+        if not isinstance(value, str) or not value:
+            raise _Invalid(f"expected {self.describe()}, {_got(value)}")
+        return value
+
+
 class _LanguageCode(_Kind):
     """A language code as the Moses scripts take it (`-l de`): 2 or 3 lowercase letters
     (`kerasnmt.evaluation.check_moses_language`)."""
@@ -621,6 +635,12 @@ _SCHEMA = {
             _Choice("examples", "tokens"),
             "Count `batch_size` in examples or in tokens (padding included).",
         ),
+        "batch_size_multiple": _Option(
+            1,
+            _Integer(minimum=1),
+            "With `batch_type: tokens`, the number of examples of a batch is a multiple of "
+            "this (8 suits float16 kernels; a bucket too long for one multiple still gets one).",
+        ),
         "effective_batch_size": _Option(
             25000,
             _Integer(minimum=1, nullable=True),
@@ -631,6 +651,12 @@ _SCHEMA = {
             1,
             _Integer(minimum=1),
             "Width of the length buckets batches are drawn from; smaller means less padding.",
+        ),
+        "pad_to_bucket_boundary": _Option(
+            False,
+            _Boolean(),
+            "Pad each batch to its length bucket's longest length instead of its own longest "
+            "sequence, so that a bucket has one shape (static shapes for XLA, TPU).",
         ),
         "maximum_features_length": _Option(
             100,
@@ -647,6 +673,11 @@ _SCHEMA = {
             _Integer(minimum=-1, nullable=True),
             "Shuffle buffer, in examples: -1 shuffles the whole corpus, 0 or null does not "
             "shuffle, n shuffles shards of n examples (OpenNMT-tf's behaviour).",
+        ),
+        "prefetch_buffer_size": _Option(
+            None,
+            _Integer(minimum=1, nullable=True),
+            "Batches prepared ahead of training; null lets tf.data tune it (AUTOTUNE).",
         ),
         "save_checkpoints_steps": _Option(
             5000, _Integer(minimum=1), "Save a checkpoint every this many steps."
@@ -674,14 +705,27 @@ _SCHEMA = {
         ),
         "mixed_precision": _Option(
             None,
-            _Choice("mixed_float16", "mixed_bfloat16", None),
+            _Choice("auto", "mixed_float16", "mixed_bfloat16", None),
             "Keras mixed precision policy: `mixed_float16` (GPU, with loss scaling), "
-            "`mixed_bfloat16` (CPU, TPU); null trains in float32.",
+            "`mixed_bfloat16` (CPU, TPU); null trains in float32. `auto` picks "
+            "`mixed_bfloat16` on a TPU, `mixed_float16` when a GPU is visible, "
+            "`mixed_bfloat16` when the CPU has AVX-512 BF16 or AMX (`avx512_bf16`, "
+            "`amx_bf16` in /proc/cpuinfo), float32 otherwise, and logs its choice.",
         ),
         "seed": _Option(
             None,
             _Integer(minimum=0, nullable=True),
-            "Random seed for initialization, shuffling and dropout; null picks one at random.",
+            "Random seed for initialization, shuffling and dropout; null picks one at random. "
+            "Needed by multi-worker training (`TF_CONFIG`).",
+        ),
+        "tpu": _Option(
+            None,
+            _Text(),
+            "Train on this TPU (`TPUStrategy`): its name or `grpc://` address as "
+            "`tf.distribute.cluster_resolver.TPUClusterResolver` takes it, `local` on a TPU "
+            "VM. Needs `pad_to_bucket_boundary: true` and both maximum lengths (one shape a "
+            "bucket, a bounded number of buckets). Null: the local GPUs or CPU, or the "
+            "workers of `TF_CONFIG` (see Running on several devices).",
         ),
     },
     "eval": {
@@ -785,7 +829,7 @@ _OPENNMT_TF_ONLY = {
     "average_loss_in_time", "regularization", "freeze_layers", "contrastive_learning",
     "decoding_noise", "example_weights", "export_vocabulary_assets", "source_embedding",
     "target_embedding", "sequence_controls", "single_pass", "export_format",
-    "prefetch_buffer_size", "num_threads",
+    "num_threads",
 }
 
 
@@ -999,6 +1043,20 @@ def _check_together(config, errors, given_optimizer_params):
     more_than("infer.n_best", "params.beam_width")
     more_than("params.minimum_decoding_length", "params.maximum_decoding_length")
     more_than("train.average_last_checkpoints", "train.keep_checkpoint_max")
+    train = config["train"]
+    if (valid("train.batch_size_multiple", "train.batch_type")
+            and train["batch_size_multiple"] != 1 and train["batch_type"] == "examples"):
+        error("train.batch_size_multiple", "has no effect with train.batch_type examples "
+              "(batches hold train.batch_size examples); use batch_type tokens")
+    if valid("train.tpu") and train["tpu"] is not None:
+        # A TPU compiles one program a batch shape: one shape a bucket, finitely many buckets.
+        if valid("train.pad_to_bucket_boundary") and not train["pad_to_bucket_boundary"]:
+            error("train.pad_to_bucket_boundary",
+                  "must be true with train.tpu (a TPU compiles one program a batch shape)")
+        for key in ("maximum_features_length", "maximum_labels_length"):
+            if valid(f"train.{key}") and train[key] is None:
+                error(f"train.{key}",
+                      "must be set with train.tpu (a bounded number of batch shapes)")
 
     if valid("data"):
         _check_data_files(data, error)

@@ -12,7 +12,10 @@ commands that need a model without training it (`export`, `translate`,
 `average-checkpoints`).
 
 Steps are optimizer steps (weight updates): with gradient accumulation
-(`train.effective_batch_size`), one step is several batches.
+(`train.effective_batch_size`), one step is several batches. The model, its optimizer and
+its checkpoint are built under the `tf.distribute` strategy of
+`kerasnmt.training.distribution.training_strategy` (one device, several GPUs, the workers
+of `TF_CONFIG`, or a TPU).
 """
 
 import contextlib
@@ -52,7 +55,15 @@ from kerasnmt.training import (
 )
 from kerasnmt.training.accumulation import accumulation_steps as training_accumulation_steps
 from kerasnmt.training.checkpoint_callback import restore_latest, training_checkpoint
+from kerasnmt.training.distribution import (
+    WorkerLostError,
+    distributed_input,
+    is_chief,
+    output_directory,
+    training_strategy,
+)
 from kerasnmt.training.optimizer_step import optimizer_step
+from kerasnmt.training.precision import choose_precision
 from kerasnmt.training.readable_checkpoint import checkpoint_damage, newest_readable_checkpoint
 from kerasnmt.training.run_recipe import check_run_recipe
 
@@ -93,13 +104,21 @@ def build_preprocessor(config):
     )
 
 
+def run_precision(config):
+    """The `Precision` (dtype policy and why) of `train.mixed_precision`, `auto` resolved
+    for this machine (see `kerasnmt.training.precision.choose_precision`)."""
+    train_section = config["train"]
+    return choose_precision(train_section["mixed_precision"], tpu=train_section["tpu"] is not None)
+
+
 def build_translator(config):
     """A new `Translator` shaped by `config["model"]` (and the loss options of `params`),
-    in `train.mixed_precision`'s dtype policy when set."""
+    in the dtype policy of `run_precision` when it is not float32."""
     model, params = config["model"], config["params"]
     options = {}
-    if config["train"]["mixed_precision"] is not None:
-        options["dtype"] = config["train"]["mixed_precision"]
+    policy = run_precision(config).policy
+    if policy is not None:
+        options["dtype"] = policy
     return Translator(
         build_preprocessor(config),
         num_layers=model["num_layers"],
@@ -156,7 +175,8 @@ def build_shortlist(config, preprocessor, path=None):
 
 def run_training_dataset(config, preprocessor):
     """The training batches `kerasnmt train` reads for `config` (its `data` and `train`
-    keys), from `kerasnmt.data.training_dataset`."""
+    keys), from `kerasnmt.data.training_dataset`: global batches of `train.batch_size`
+    per replica of the current `tf.distribute` strategy."""
     data, train_section = config["data"], config["train"]
     return training_dataset(
         data["train_features_file"],
@@ -165,11 +185,15 @@ def run_training_dataset(config, preprocessor):
         alignment_file=data["train_alignments"],
         batch_size=train_section["batch_size"],
         batch_type=train_section["batch_type"],
+        batch_size_multiple=train_section["batch_size_multiple"],
         length_bucket_width=train_section["length_bucket_width"],
         maximum_features_length=train_section["maximum_features_length"],
         maximum_labels_length=train_section["maximum_labels_length"],
+        pad_to_bucket_boundary=train_section["pad_to_bucket_boundary"],
         sample_buffer_size=train_section["sample_buffer_size"],
         seed=train_section["seed"],
+        num_replicas=tf.distribute.get_strategy().num_replicas_in_sync,
+        prefetch_buffer_size=train_section["prefetch_buffer_size"] or tf.data.AUTOTUNE,
         train_files_weights=data["train_files_weights"],
     )
 
@@ -726,35 +750,45 @@ def train(config, time_limit=None, verbose="auto"):
     if missing:
         raise ValueError(f"training needs these configuration keys: {', '.join(missing)}")
     train_section, data = config["train"], config["data"]
+    strategy = training_strategy(config)  # First: a multi-worker one sets up collectives.
     model_dir = config["model_dir"]
     os.makedirs(model_dir, exist_ok=True)
     check_run_recipe(config, resuming=tf.train.latest_checkpoint(model_dir) is not None)
     if train_section["seed"] is not None:
         keras.utils.set_random_seed(train_section["seed"])
 
-    translator = build_translator(config)
-    translator.compile(optimizer=build_optimizer(config))
-    checkpoint = training_checkpoint(translator)
-    manager = tf.train.CheckpointManager(
-        checkpoint, model_dir, max_to_keep=train_section["keep_checkpoint_max"]
-    )
-    restored = restore_latest(checkpoint, manager, translator)
-    start_step = optimizer_step(translator)
-    max_step = train_section["max_step"]
-    if max_step is not None and start_step >= max_step:
-        print(f"Nothing to train: step {start_step} already reaches train.max_step ({max_step})")
-        return TrainingResult(translator, start_step, restored, None,
-                              "already at train.max_step", None)
-
-    dataset = run_training_dataset(config, translator.preprocessor)
-    accumulation = accumulation_steps(config)
+    if train_section["mixed_precision"] == "auto":
+        print(f"train.mixed_precision auto: {run_precision(config).reason}", flush=True)
+    with strategy.scope():
+        translator = build_translator(config)
+        translator.compile(optimizer=build_optimizer(config))
+        checkpoint = training_checkpoint(translator)
+        manager = tf.train.CheckpointManager(
+            checkpoint, model_dir, max_to_keep=train_section["keep_checkpoint_max"]
+        )
+        restored = restore_latest(checkpoint, manager, translator)
+        start_step = optimizer_step(translator)
+        max_step = train_section["max_step"]
+        if max_step is not None and start_step >= max_step:
+            print(f"Nothing to train: step {start_step} already reaches train.max_step "
+                  f"({max_step})")
+            return TrainingResult(translator, start_step, restored, None,
+                                  "already at train.max_step", None)
+        dataset = distributed_input(run_training_dataset(config, translator.preprocessor))
+        accumulation = accumulation_steps(config)
+    if strategy.num_replicas_in_sync > 1:
+        print(f"Training on {strategy.num_replicas_in_sync} replicas "
+              f"({type(strategy).__name__}): each step takes {train_section['batch_size']} "
+              f"{train_section['batch_type']} a replica", flush=True)
+    # Every worker saves (it holds the variables too); only the chief's files are the run's.
+    output_config = dict(config, model_dir=output_directory(model_dir, strategy))
     period = config["eval"]["steps"]
     stopper = _StopAtStep(max_step, time_limit)
     decay = config["params"]["moving_average_decay"]
     moving_average = MovingAverage(decay) if decay is not None else None
     averaged_weights = moving_average.swapped_in if moving_average is not None else None
     checkpoints = CheckpointCallback(
-        model_dir,
+        output_config["model_dir"],
         save_every_steps=train_section["save_checkpoints_steps"],
         keep_checkpoints=train_section["keep_checkpoint_max"],
         restore=False,
@@ -765,13 +799,14 @@ def train(config, time_limit=None, verbose="auto"):
     callbacks += [
         checkpoints,
         _TrainingSummaries(
-            os.path.join(model_dir, LOG_DIRECTORY, "train"), train_section["save_summary_steps"]
+            os.path.join(output_config["model_dir"], LOG_DIRECTORY, "train"),
+            train_section["save_summary_steps"],
         ),
     ]
     if data["eval_features_file"] is not None:
         sampler = build_sampler(config, n_best=1)
-        callbacks.append(_Evaluation(config, sampler, _export_best(config, sampler), stopper,
-                                     evaluated_weights=averaged_weights))
+        callbacks.append(_Evaluation(output_config, sampler, _export_best(output_config, sampler),
+                                     stopper, evaluated_weights=averaged_weights))
     callbacks.append(stopper)  # last: the epoch ends after the others saw the batch
     epochs = math.ceil(max_step / period) if max_step is not None else 10**9
     try:
@@ -788,6 +823,16 @@ def train(config, time_limit=None, verbose="auto"):
                 callbacks=callbacks,
                 verbose=verbose,
             )
+    except tf.errors.UnavailableError as error:
+        if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+            raise
+        raise WorkerLostError(
+            "a worker of the cluster stopped answering (TensorFlow aborted the collective "
+            f"operations; its log names the worker): training stopped at step "
+            f"{optimizer_step(translator)}; the latest checkpoint of {model_dir} is "
+            f"{tf.train.latest_checkpoint(model_dir)}; start every worker again to resume "
+            "from it"
+        ) from None
     except KeyboardInterrupt:
         if checkpoints.manager is not None:
             path = checkpoints.save(optimizer_step(translator))
@@ -797,7 +842,7 @@ def train(config, time_limit=None, verbose="auto"):
     last_checkpoint = checkpoints.manager.latest_checkpoint
     averaged = None
     count = train_section["average_last_checkpoints"]
-    if count > 0 and stopper.signal_number is None:
+    if count > 0 and stopper.signal_number is None and is_chief(strategy):
         averaged = average_run_checkpoints(config, translator, count)
     return TrainingResult(
         translator, step, last_checkpoint, averaged, stopper.reason or "end of training",

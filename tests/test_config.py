@@ -243,7 +243,8 @@ def test_values_not_among_the_choices(tmp_path):
         "params.optimizer: expected the name of an optimizer class in keras.optimizers, "
         "got 'adam' (did you mean 'Adam'?)",
         "train.batch_type: expected one of examples, tokens, got 'token' (did you mean 'tokens'?)",
-        "train.mixed_precision: expected one of mixed_float16, mixed_bfloat16, or null, got true",
+        "train.mixed_precision: expected one of auto, mixed_float16, mixed_bfloat16, or null, "
+        "got true",
     ]
 
 
@@ -578,3 +579,47 @@ def test_yaml_examples_in_the_docs_are_valid_configurations(page, tmp_path):
                 (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
                 (tmp_path / name).write_text("x\n", encoding="utf-8")
         check_config(values, str(tmp_path), source=f"docs/{page}")
+
+
+def test_batch_size_multiple_needs_token_batches(tmp_path):
+    path = write_config(tmp_path, """
+        train:
+          batch_type: examples
+          batch_size_multiple: 8
+        """)
+    assert errors_of(path) == [
+        "train.batch_size_multiple: has no effect with train.batch_type examples (batches "
+        "hold train.batch_size examples); use batch_type tokens"
+    ]
+    path = write_config(tmp_path, """
+        train:
+          batch_type: tokens
+          batch_size_multiple: 8
+          prefetch_buffer_size: 4
+          pad_to_bucket_boundary: true
+          mixed_precision: auto
+        """)
+    train = load_config(path)["train"]
+    assert [train[key] for key in ("batch_size_multiple", "prefetch_buffer_size",
+                                   "pad_to_bucket_boundary", "mixed_precision")] == [
+        8, 4, True, "auto"]
+
+
+def test_a_tpu_needs_static_shapes(tmp_path):
+    path = write_config(tmp_path, """
+        train:
+          tpu: local
+          maximum_labels_length: null
+        """)
+    assert errors_of(path) == [
+        "train.maximum_labels_length: must be set with train.tpu (a bounded number of batch "
+        "shapes)",
+        "train.pad_to_bucket_boundary: must be true with train.tpu (a TPU compiles one "
+        "program a batch shape)",
+    ]
+    path = write_config(tmp_path, """
+        train:
+          tpu: local
+          pad_to_bucket_boundary: true
+        """)
+    assert load_config(path)["train"]["tpu"] == "local"

@@ -78,6 +78,17 @@ def _embeddings_initializer(name, num_units):
 
 
 @keras.saving.register_keras_serializable(package="kerasnmt")
+def _multi_worker_logs(logs):
+    """A step's logs as Keras can reduce them across workers: with several workers it
+    averages them along axis 0 (keras-team/keras#20585), which a scalar lacks, so each
+    gets one (the condition is Keras' own)."""
+    strategy = tf.distribute.get_strategy()
+    if not (isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
+            and strategy.extended._in_multi_worker_mode()):
+        return logs
+    return {name: tf.reshape(value, [1]) for name, value in logs.items()}
+
+
 class Translator(keras.Model):
     """A Transformer translation model (OpenNMT-tf's `Transformer`), trained on raw text.
 
@@ -733,6 +744,18 @@ class Translator(keras.Model):
                 NoamDecay(2.0, self.num_units, 8000), beta_1=0.9, beta_2=0.998
             )
         super().compile(optimizer=optimizer, **kwargs)
+
+    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        # Built in __init__: no batch is needed to build it. Keras would take one from the
+        # iterator (a batch fewer to train on) and reduce it across replicas, which fails
+        # on dict inputs under MultiWorkerMirroredStrategy (keras-team/keras#20329).
+        super()._maybe_symbolic_build(iterator=None, data_batch=data_batch)
+
+    def train_step(self, data):
+        return _multi_worker_logs(super().train_step(data))
+
+    def test_step(self, data):
+        return _multi_worker_logs(super().test_step(data))
 
     def compile_from_config(self, config):
         # Keras skips this for models that override `compile`; ours only adds a default.
