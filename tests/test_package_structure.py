@@ -100,3 +100,17 @@ def test_forbidden_imports_names_the_file_the_line_and_the_import(tmp_path):
         "kerasnmt/data/pipeline.py:5: imports kerasnmt.models; "
         "kerasnmt.data may import only kerasnmt.data",
     ]
+
+
+def test_every_public_keras_layer_and_model_is_registered_for_serialization():
+    """`.keras` files name them `kerasnmt>Name` (a decorator moved off its class fails this)."""
+    import keras
+
+    import kerasnmt.layers
+    import kerasnmt.models
+
+    for module in (kerasnmt.layers, kerasnmt.models):
+        for name in module.__all__:
+            value = getattr(module, name)
+            if isinstance(value, type) and issubclass(value, keras.layers.Layer):
+                assert keras.saving.get_registered_name(value) == f"kerasnmt>{name}", name

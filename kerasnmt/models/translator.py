@@ -77,7 +77,6 @@ def _embeddings_initializer(name, num_units):
     )
 
 
-@keras.saving.register_keras_serializable(package="kerasnmt")
 def _multi_worker_logs(logs):
     """A step's logs as Keras can reduce them across workers: with several workers it
     averages them along axis 0 (keras-team/keras#20585), which a scalar lacks, so each
@@ -89,6 +88,7 @@ def _multi_worker_logs(logs):
     return {name: tf.reshape(value, [1]) for name, value in logs.items()}
 
 
+@keras.saving.register_keras_serializable(package="kerasnmt")
 class Translator(keras.Model):
     """A Transformer translation model (OpenNMT-tf's `Transformer`), trained on raw text.
 
