@@ -418,9 +418,9 @@ def build_shortlist(parser):
 
     def run(args):
         from kerasnmt.data.lexical_shortlist import LexicalShortlist, corpus_ids
-        from kerasnmt.training_run import TRAINING_KEYS, build_preprocessor
+        from kerasnmt.training_run import MODEL_KEYS, build_preprocessor
 
-        config = load_config(args.config, required=TRAINING_KEYS[1:])
+        config = load_config(args.config, required=MODEL_KEYS + ("data.train_features_file",))
         preprocessor = build_preprocessor(config)
         data = config["data"]
         sources, targets = corpus_ids(
