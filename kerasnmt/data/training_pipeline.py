@@ -353,24 +353,23 @@ def training_dataset(
             preprocessor_check=preprocessor_check,
         )
         return batches.prefetch(prefetch_buffer_size)
-    else:
-        if source_file is None or target_file is None or preprocessor is None:
-            raise ValueError("training_dataset needs source_file, target_file and preprocessor (or shards)")
-        _check_preprocessor_does_not_truncate(preprocessor)
-        sources, targets = _as_list(source_file), _as_list(target_file)
-        alignments = _as_list(alignment_file) or [None] * len(sources)
-        if not len(sources) == len(targets) == len(alignments):
-            raise ValueError(
-                f"got {len(sources)} source files, {len(targets)} target files and "
-                f"{len(alignments)} alignment files"
-            )
-        corpora = [
-            _text_corpus_chunks(
-                source, target, alignment, preprocessor, sample_buffer_size, seed,
-                num_shards, shard_index, num_parallel_calls,
-            )
-            for source, target, alignment in zip(sources, targets, alignments)
-        ]
+    if source_file is None or target_file is None or preprocessor is None:
+        raise ValueError("training_dataset needs source_file, target_file and preprocessor (or shards)")
+    _check_preprocessor_does_not_truncate(preprocessor)
+    sources, targets = _as_list(source_file), _as_list(target_file)
+    alignments = _as_list(alignment_file) or [None] * len(sources)
+    if not len(sources) == len(targets) == len(alignments):
+        raise ValueError(
+            f"got {len(sources)} source files, {len(targets)} target files and "
+            f"{len(alignments)} alignment files"
+        )
+    corpora = [
+        _text_corpus_chunks(
+            source, target, alignment, preprocessor, sample_buffer_size, seed,
+            num_shards, shard_index, num_parallel_calls,
+        )
+        for source, target, alignment in zip(sources, targets, alignments)
+    ]
     batching = dict(
         batch_size=batch_size,
         batch_type=batch_type,
