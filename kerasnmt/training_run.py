@@ -87,19 +87,26 @@ TRANSLATION_BATCH_SIZE = 32
 
 
 def build_preprocessor(config):
-    """The `TranslationPreprocessor` of `config["data"]`: SentencePiece or whitespace
-    tokenizers and the two vocabularies (no maximum lengths: training drops long pairs,
-    serving truncates at export)."""
+    """The `TranslationPreprocessor` of `config["data"]` (see `preprocessor_of`)."""
     data = config["data"]
+    return preprocessor_of(
+        data["source_vocabulary"], data["target_vocabulary"],
+        data["source_sentencepiece"], data["target_sentencepiece"],
+    )
+
+
+def preprocessor_of(source_vocabulary, target_vocabulary, source_sentencepiece=None,
+                    target_sentencepiece=None):
+    """A `TranslationPreprocessor` of SentencePiece tokenizers (whitespace ones where no
+    model is given) and the two vocabularies; no maximum lengths: training drops long
+    pairs, serving truncates at export."""
 
     def tokenizer(model):
         return SentencePieceTokenizer(model) if model else WhitespaceTokenizer()
 
     return TranslationPreprocessor(
-        tokenizer(data["source_sentencepiece"]),
-        tokenizer(data["target_sentencepiece"]),
-        data["source_vocabulary"],
-        data["target_vocabulary"],
+        tokenizer(source_sentencepiece), tokenizer(target_sentencepiece),
+        source_vocabulary, target_vocabulary,
     )
 
 
