@@ -2,8 +2,12 @@
 
 For Multi30k train (29,000 pairs) and for the same corpus repeated 10 times, prints
 examples/s and tokens/s (source + target tokens, without <s>/</s>) over one epoch, the
-time to the first batch (pipeline construction, which indexes the files, included) and
-the peak resident memory of the process. Each measurement runs in a fresh process, so
+milliseconds the pipeline alone takes a batch (no model step: compare with a training
+step), the share of padded positions in the batches (source `ids` and target `ids_out`),
+the time to the first batch (pipeline construction, which indexes the files, included)
+and the peak resident memory of the process. Text batches are bucketed by length
+(`length_bucket_width` 1, OpenNMT-tf); shard batches are planned from the stored lengths
+(`kerasnmt.data.shard_batches`). Each measurement runs in a fresh process, so
 the peak memory is its own. Not a test: run it by hand.
 
     python bench/data_pipeline.py                   # 1x and 10x, text and shards
@@ -22,6 +26,8 @@ import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import tensorflow as tf  # noqa: E402
 
 from kerasnmt.data.shards import write_shards  # noqa: E402
 from kerasnmt.data.training_pipeline import training_dataset  # noqa: E402
@@ -99,7 +105,7 @@ def measure(args):
         dataset = training_dataset(english, german, _preprocessor(args.work_dir), **options)
     else:
         dataset = training_dataset(shards=os.path.join(directory, "shards"), **options)
-    examples = tokens = batches = 0
+    examples = tokens = batches = positions = 0
     first_batch = None
     for features, labels in dataset:
         if first_batch is None:
@@ -109,7 +115,10 @@ def measure(args):
         examples += int(features["length"].shape[0])
         tokens += int(features["length"].numpy().sum() + labels["length"].numpy().sum())
         tokens -= int(features["length"].shape[0])  # labels["length"] counts <s>.
+        positions += int(tf.size(features["ids"]) + tf.size(labels["ids_out"]))
     elapsed = time.perf_counter() - epoch_start
+    # Real positions: the source tokens and the target tokens with </s> (`ids_out`).
+    padding = 1 - (tokens + examples) / positions
     print(json.dumps({
         "source": args.measure,
         "scale": scale,
@@ -117,6 +126,8 @@ def measure(args):
         "batches": batches,
         "examples_per_second": examples / elapsed,
         "tokens_per_second": tokens / elapsed,
+        "milliseconds_per_batch": 1000 * elapsed / max(batches - 1, 1),
+        "padding": padding,
         "first_batch_seconds": first_batch,
         "peak_memory_mib": _peak_memory_mib(),
     }))
@@ -153,13 +164,16 @@ def main():
             results.append(json.loads(output.strip().splitlines()[-1]))
             print(json.dumps(results[-1]), flush=True)
     print()
-    print("| corpus | from | examples | examples/s | tokens/s | first batch (s) | peak memory (MiB) |")
-    print("|---|---|---:|---:|---:|---:|---:|")
+    print("| corpus | from | examples | batches | examples/s | tokens/s | ms a batch | padding "
+          "| first batch (s) | peak memory (MiB) |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for result in results:
         print(
             f"| {result['scale']}x | {result['source']} | {result['examples']:,} | "
-            f"{result['examples_per_second']:,.0f} | {result['tokens_per_second']:,.0f} | "
-            f"{result['first_batch_seconds']:.2f} | {result['peak_memory_mib']:,.0f} |"
+            f"{result['batches']:,} | {result['examples_per_second']:,.0f} | "
+            f"{result['tokens_per_second']:,.0f} | {result['milliseconds_per_batch']:.1f} | "
+            f"{result['padding']:.1%} | {result['first_batch_seconds']:.2f} | "
+            f"{result['peak_memory_mib']:,.0f} |"
         )
 
 

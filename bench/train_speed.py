@@ -20,9 +20,17 @@ sentence: per encoder layer and source token `8 D^2 + 4 D F` (projections, FFN) 
 + `4 S D` (scores), plus `4 D^2` per source token (cross-attention keys and values); and
 `2 D V` per target token for the output layer. Relative position terms are not counted.
 
+With `--shards`, the batches come from shards written once (`kerasnmt prepare`'s
+`write_shards`, into the work directory) and planned from their stored lengths, with no
+SentencePiece in the loop. With `--peer-log LOG`, the log of an OpenNMT-tf run of the same
+model made in the same session (`shared/peers/README.md`, "Training speed"), it also
+prints OpenNMT-tf's source+target tokens/s (time-weighted, the windows up to
+`--peer-skip-steps` left out) and the ratio kerasnmt / OpenNMT-tf.
+
 Not a test; run it by hand on a quiet machine:
 
-    python bench/train_speed.py                          # float32, no XLA
+    python bench/train_speed.py --peer-log $HOME/peers/work/speed.log   # float32, no XLA
+    python bench/train_speed.py --shards --mixed-precision bfloat16 --peer-log ...
     python bench/train_speed.py --jit-compile --length-bucket-width 5 --pad-to-bucket-boundary
     python bench/train_speed.py --mixed-precision bfloat16
     python bench/train_speed.py --warmup-steps 2 --steps 3   # smoke run
@@ -40,7 +48,9 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from kerasnmt.data.shards import write_shards  # noqa: E402
 from kerasnmt.data.training_pipeline import training_dataset  # noqa: E402
+from opennmt_log import opennmt_tokens_per_second  # noqa: E402
 from kerasnmt.training.fitting import model_data  # noqa: E402
 from reference_model import add_model_arguments, reference_translator  # noqa: E402
 
@@ -59,6 +69,12 @@ def parse_arguments():
                         help="steps not timed (tracing, XLA compilation of each shape)")
     parser.add_argument("--steps", type=int, default=100, help="timed steps")
     parser.add_argument("--seed", type=int, default=1234)
+    parser.add_argument("--shards", action="store_true",
+                        help="train from shards planned from their lengths (written once)")
+    parser.add_argument("--peer-log", metavar="LOG",
+                        help="OpenNMT-tf training log of the same session, for the ratio")
+    parser.add_argument("--peer-skip-steps", type=int, default=20,
+                        help="OpenNMT-tf steps left out as warm-up (default: %(default)s)")
     return parser.parse_args()
 
 
@@ -111,10 +127,17 @@ def main():
         f"dtype policy {translator.dtype_policy.name}"
     )
 
+    source = os.path.join(arguments.data_dir, arguments.source)
+    target = os.path.join(arguments.data_dir, arguments.target)
+    if arguments.shards:
+        directory = os.path.join(arguments.workdir, "shards")
+        if not os.path.exists(os.path.join(directory, "train.index.json")):
+            write_shards(source, target, preprocessor, directory, num_shards=16, num_processes=2)
+        corpus = dict(shards=os.path.join(directory, "train.index.json"))
+    else:
+        corpus = dict(source_file=source, target_file=target, preprocessor=preprocessor)
     batches = training_dataset(
-        os.path.join(arguments.data_dir, arguments.source),
-        os.path.join(arguments.data_dir, arguments.target),
-        preprocessor,
+        **corpus,
         batch_size=arguments.batch_size,
         batch_type="tokens",
         length_bucket_width=arguments.length_bucket_width,
@@ -146,6 +169,12 @@ def main():
     print(f"peak memory (max RSS): {peak_memory:.2f} GiB")
     print(f"model FLOP/s: {flops / total / 1e9:.0f} GFLOP/s, MFU {flops / total / peak:.1%} "
           f"of the {compute_dtype} matmul peak")
+    if arguments.peer_log:
+        peer, steps, seconds = opennmt_tokens_per_second(arguments.peer_log, arguments.peer_skip_steps)
+        ours = (source_tokens + target_tokens) / total
+        print(f"OpenNMT-tf: {peer:,.0f} source+target tokens/s over {steps} steps ({seconds:.0f} s) "
+              f"of {arguments.peer_log}")
+        print(f"ratio kerasnmt / OpenNMT-tf: {ours / peer:.2f}x")
 
 
 if __name__ == "__main__":

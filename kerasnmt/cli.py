@@ -28,7 +28,6 @@ from kerasnmt.data.text_files import ERROR_POLICIES
 from kerasnmt.data.vocabulary import load_vocabulary, save_vocabulary
 from kerasnmt.data.vocabulary_builder import build_vocabulary
 from kerasnmt.evaluation import BLEU_TOKENIZERS, check_moses_language, score_files
-from kerasnmt.layers import SentencePieceTokenizer, TranslationPreprocessor, WhitespaceTokenizer
 
 PROGRAM = "kerasnmt"
 EXPORT_FORMATS = ("savedmodel", "ctranslate2")
@@ -248,8 +247,13 @@ def prepare(parser):
     parser.add_argument("--output-dir", "-o", required=True, help="where to write the shards")
     parser.add_argument("--name", default="train", help="file name prefix (default: %(default)s)")
     parser.add_argument("--alignments", metavar="FILE", help="Pharaoh alignments of the pairs")
-    parser.add_argument("--source-vocabulary", required=True, help="OpenNMT-format vocabulary")
-    parser.add_argument("--target-vocabulary", required=True, help="OpenNMT-format vocabulary")
+    parser.add_argument(
+        "--config", metavar="RUN_YML",
+        help="take the vocabularies and SentencePiece models from this run configuration's "
+        "data section (the preprocessing of the run that will train on data.train_shards)",
+    )
+    parser.add_argument("--source-vocabulary", help="OpenNMT-format vocabulary")
+    parser.add_argument("--target-vocabulary", help="OpenNMT-format vocabulary")
     parser.add_argument(
         "--source-sentencepiece", metavar="MODEL",
         help="SentencePiece model for the source (default: split on whitespace)",
@@ -274,15 +278,23 @@ def prepare(parser):
     )
 
     def run(args):
-        def tokenizer(model):
-            return SentencePieceTokenizer(model) if model else WhitespaceTokenizer()
+        given = [name for name in ("source_vocabulary", "target_vocabulary",
+                                   "source_sentencepiece", "target_sentencepiece")
+                 if getattr(args, name) is not None]
+        from kerasnmt.training_run import MODEL_KEYS, build_preprocessor, preprocessor_of
 
-        preprocessor = TranslationPreprocessor(
-            tokenizer(args.source_sentencepiece),
-            tokenizer(args.target_sentencepiece),
-            args.source_vocabulary,
-            args.target_vocabulary,
-        )
+        if args.config is not None:
+            if given:
+                raise ValueError(f"--config takes the preprocessing from {args.config}: give no "
+                                 + ", ".join("--" + name.replace("_", "-") for name in given))
+            preprocessor = build_preprocessor(load_config(args.config, required=MODEL_KEYS))
+        else:
+            if args.source_vocabulary is None or args.target_vocabulary is None:
+                raise ValueError("give --source-vocabulary and --target-vocabulary, or --config")
+            preprocessor = preprocessor_of(
+                args.source_vocabulary, args.target_vocabulary,
+                args.source_sentencepiece, args.target_sentencepiece,
+            )
         index = write_shards(
             args.source, args.target, preprocessor, args.output_dir, name=args.name,
             alignment_file=args.alignments, num_shards=args.num_shards,
@@ -418,9 +430,9 @@ def build_shortlist(parser):
 
     def run(args):
         from kerasnmt.data.lexical_shortlist import LexicalShortlist, corpus_ids
-        from kerasnmt.training_run import TRAINING_KEYS, build_preprocessor
+        from kerasnmt.training_run import MODEL_KEYS, build_preprocessor
 
-        config = load_config(args.config, required=TRAINING_KEYS[1:])
+        config = load_config(args.config, required=MODEL_KEYS + ("data.train_features_file",))
         preprocessor = build_preprocessor(config)
         data = config["data"]
         sources, targets = corpus_ids(

@@ -395,6 +395,16 @@ _SCHEMA = {
             _PathList(),
             "Training target text, line-aligned with `train_features_file` (same number of files).",
         ),
+        "train_shards": _Option(
+            None,
+            _PathList(),
+            "Instead of `train_features_file` and `train_labels_file`: the index of shards "
+            "written by `kerasnmt prepare` (`NAME.index.json`), or a list of them. Training "
+            "then reads token ids, with no tokenization in the loop, and plans its batches "
+            "from the stored lengths (a window of `train.sample_buffer_size` examples "
+            "sorted by length and cut into batches, in shuffled order); a resumed run "
+            "continues at the batch where it stopped.",
+        ),
         "train_alignments": _Option(
             None,
             _PathList(),
@@ -650,7 +660,9 @@ _SCHEMA = {
         "length_bucket_width": _Option(
             1,
             _Integer(minimum=1),
-            "Width of the length buckets batches are drawn from; smaller means less padding.",
+            "Width of the length buckets batches are drawn from; smaller means less padding. "
+            "With `data.train_shards`, only the rounding of `pad_to_bucket_boundary` (batches "
+            "are cut from examples sorted by length).",
         ),
         "pad_to_bucket_boundary": _Option(
             False,
@@ -672,7 +684,9 @@ _SCHEMA = {
             -1,
             _Integer(minimum=-1, nullable=True),
             "Shuffle buffer, in examples: -1 shuffles the whole corpus, 0 or null does not "
-            "shuffle, n shuffles shards of n examples (OpenNMT-tf's behaviour).",
+            "shuffle, n shuffles shards of n examples (OpenNMT-tf's behaviour). With "
+            "`data.train_shards`: the window of examples sorted and cut into batches together "
+            "(-1 the whole corpus; 0 or null the whole corpus, in order, unshuffled).",
         ),
         "prefetch_buffer_size": _Option(
             None,
@@ -936,7 +950,8 @@ def check_config(values, base_dir, source="<config>", required=()):
         values: a nested dict with some of the keys of `default_config()`.
         base_dir: the directory relative file paths are resolved from.
         source: what to call `values` in error messages.
-        required: key paths that must be set (not null).
+        required: key paths that must be set (not null); a tuple of key paths is met
+            by any one of them.
 
     Returns:
         The complete, checked configuration (see `load_config`).
@@ -952,8 +967,8 @@ def check_config(values, base_dir, source="<config>", required=()):
     params = values.get("params")
     _check_together(config, errors, params.get("optimizer_params") if isinstance(params, dict)
                     else None)
-    for key_path in required:
-        if _get(config, key_path) is None and key_path not in errors:
+    for key_path in missing_keys(config, required):
+        if key_path.split(" ")[0] not in errors:
             errors[key_path] = f"{key_path}: required but not set"
     if errors:
         raise ConfigError(source, [errors[key] for key in sorted(errors)])
@@ -961,6 +976,26 @@ def check_config(values, base_dir, source="<config>", required=()):
     if params["decay_params"]["model_dim"] is None and params["decay_type"] != "InvSqrtDecay":
         params["decay_params"]["model_dim"] = config["model"]["num_units"]
     return config
+
+
+def missing_keys(config, required):
+    """The entries of `required` that `config` leaves unset (null), named as key paths;
+    a tuple of alternatives is met by any one of them and named `"a (or b)"`.
+
+    Examples:
+        >>> config = default_config()
+        >>> config["data"]["train_shards"] = ["train.index.json"]
+        >>> missing_keys(config, ["model_dir", ("data.train_features_file", "data.train_shards")])
+        ['model_dir']
+        >>> missing_keys(default_config(), [("data.train_features_file", "data.train_shards")])
+        ['data.train_features_file (or data.train_shards)']
+    """
+    missing = []
+    for entry in required:
+        alternatives = entry if isinstance(entry, tuple) else (entry,)
+        if all(_get(config, key_path) is None for key_path in alternatives):
+            missing.append(alternatives[0] + "".join(f" (or {key})" for key in alternatives[1:]))
+    return missing
 
 
 def _get(config, key_path):
@@ -1092,6 +1127,18 @@ def _check_together(config, errors, given_optimizer_params):
 
 def _check_data_files(data, error):
     features, labels = data["train_features_file"], data["train_labels_file"]
+    if data["train_shards"] is not None:
+        if features is not None:
+            error("data.train_shards", "given with data.train_features_file: train from "
+                  "shards or from text, not both")
+        elif data["train_alignments"] is not None:
+            error("data.train_alignments", "given with data.train_shards (shards store "
+                  "the alignments given to kerasnmt prepare)")
+        elif data["train_files_weights"] is not None and len(data["train_files_weights"]) != len(
+                data["train_shards"]):
+            error("data.train_files_weights", f"{len(data['train_files_weights'])} entries for "
+                  f"{len(data['train_shards'])} indexes in data.train_shards")
+        return
     if (features is None) != (labels is None):
         missing = "train_labels_file" if labels is None else "train_features_file"
         error(f"data.{missing}", "required with the other training file but not set")

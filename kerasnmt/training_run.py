@@ -33,8 +33,10 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.framework import summary_pb2
 
+from kerasnmt.config import missing_keys
 from kerasnmt.data.lexical_shortlist import LexicalShortlist
 from kerasnmt.data.result_file import result_file
+from kerasnmt.data.shards import check_shards_preprocessor
 from kerasnmt.data.training_pipeline import training_dataset
 from kerasnmt.data.text_files import read_line_aligned
 from kerasnmt.evaluation import score_translations
@@ -69,10 +71,7 @@ from kerasnmt.training.run_recipe import check_run_recipe
 
 # What a configuration must set to build a model, and to train it.
 MODEL_KEYS = ("data.source_vocabulary", "data.target_vocabulary")
-TRAINING_KEYS = ("model_dir",) + MODEL_KEYS + (
-    "data.train_features_file",
-    "data.train_labels_file",
-)
+TRAINING_KEYS = ("model_dir",) + MODEL_KEYS + (("data.train_features_file", "data.train_shards"),)
 AVERAGE_DIRECTORY = "avg"
 EXPORT_DIRECTORY = "export"
 LOG_DIRECTORY = "logs"
@@ -88,19 +87,26 @@ TRANSLATION_BATCH_SIZE = 32
 
 
 def build_preprocessor(config):
-    """The `TranslationPreprocessor` of `config["data"]`: SentencePiece or whitespace
-    tokenizers and the two vocabularies (no maximum lengths: training drops long pairs,
-    serving truncates at export)."""
+    """The `TranslationPreprocessor` of `config["data"]` (see `preprocessor_of`)."""
     data = config["data"]
+    return preprocessor_of(
+        data["source_vocabulary"], data["target_vocabulary"],
+        data["source_sentencepiece"], data["target_sentencepiece"],
+    )
+
+
+def preprocessor_of(source_vocabulary, target_vocabulary, source_sentencepiece=None,
+                    target_sentencepiece=None):
+    """A `TranslationPreprocessor` of SentencePiece tokenizers (whitespace ones where no
+    model is given) and the two vocabularies; no maximum lengths: training drops long
+    pairs, serving truncates at export."""
 
     def tokenizer(model):
         return SentencePieceTokenizer(model) if model else WhitespaceTokenizer()
 
     return TranslationPreprocessor(
-        tokenizer(data["source_sentencepiece"]),
-        tokenizer(data["target_sentencepiece"]),
-        data["source_vocabulary"],
-        data["target_vocabulary"],
+        tokenizer(source_sentencepiece), tokenizer(target_sentencepiece),
+        source_vocabulary, target_vocabulary,
     )
 
 
@@ -173,16 +179,28 @@ def build_shortlist(config, preprocessor, path=None):
                                  preprocessor.target_vocabulary, **width)
 
 
-def run_training_dataset(config, preprocessor):
+def run_training_dataset(config, preprocessor, start_batch=0):
     """The training batches `kerasnmt train` reads for `config` (its `data` and `train`
     keys), from `kerasnmt.data.training_dataset`: global batches of `train.batch_size`
-    per replica of the current `tf.distribute` strategy."""
+    per replica of the current `tf.distribute` strategy, from the text files or from the
+    shards of `data.train_shards` (checked against `preprocessor`, and started at batch
+    `start_batch`)."""
     data, train_section = config["data"], config["train"]
+    if data["train_shards"] is not None:
+        corpus = dict(
+            shards=data["train_shards"],
+            start_batch=start_batch,
+            preprocessor_check=lambda index: check_shards_preprocessor(index, preprocessor),
+        )
+    else:
+        corpus = dict(
+            source_file=data["train_features_file"],
+            target_file=data["train_labels_file"],
+            preprocessor=preprocessor,
+            alignment_file=data["train_alignments"],
+        )
     return training_dataset(
-        data["train_features_file"],
-        data["train_labels_file"],
-        preprocessor,
-        alignment_file=data["train_alignments"],
+        **corpus,
         batch_size=train_section["batch_size"],
         batch_type=train_section["batch_type"],
         batch_size_multiple=train_section["batch_size_multiple"],
@@ -746,7 +764,7 @@ def train(config, time_limit=None, verbose="auto"):
     Returns:
         A `TrainingResult`.
     """
-    missing = [key for key in TRAINING_KEYS if _get(config, key) is None]
+    missing = missing_keys(config, TRAINING_KEYS)
     if missing:
         raise ValueError(f"training needs these configuration keys: {', '.join(missing)}")
     train_section, data = config["train"], config["data"]
@@ -774,8 +792,10 @@ def train(config, time_limit=None, verbose="auto"):
                   f"({max_step})")
             return TrainingResult(translator, start_step, restored, None,
                                   "already at train.max_step", None)
-        dataset = distributed_input(run_training_dataset(config, translator.preprocessor))
         accumulation = accumulation_steps(config)
+        dataset = distributed_input(run_training_dataset(
+            config, translator.preprocessor, start_batch=start_step * accumulation
+        ))
     if strategy.num_replicas_in_sync > 1:
         print(f"Training on {strategy.num_replicas_in_sync} replicas "
               f"({type(strategy).__name__}): each step takes {train_section['batch_size']} "
@@ -880,10 +900,3 @@ def average_run_checkpoints(config, translator=None, max_count=None, output_dir=
     print(f"Averaged {len(paths)} checkpoints ({', '.join(os.path.basename(p) for p in paths)}) "
           f"into {path}", flush=True)
     return path
-
-
-def _get(config, key_path):
-    value = config
-    for key in key_path.split("."):
-        value = value[key]
-    return value

