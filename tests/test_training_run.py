@@ -155,61 +155,6 @@ def test_bad_training_data_found_while_training_exits_2_with_one_line(run_dir, c
     assert lines[0].startswith("kerasnmt train: error: " + expected.format(run=run_dir)), lines
 
 
-def test_training_from_shards_resumes_at_the_batch_where_it_stopped(run_dir, capsys):
-    def prepare(target_vocabulary, output):
-        return cli.main(["prepare", str(run_dir / "train.src"), str(run_dir / "train.tgt"),
-                         "-o", str(run_dir / output), "--num-shards", "2",
-                         "--source-vocabulary", str(run_dir / "vocab.src"),
-                         "--target-vocabulary", str(run_dir / target_vocabulary)])
-
-    assert prepare("vocab.tgt", "shards") == 0
-    config = tiny_run(train={"max_step": 4, "save_checkpoints_steps": 2, "keep_checkpoint_max": 3,
-                             "average_last_checkpoints": 0, "batch_size": 60,
-                             "batch_type": "tokens", "sample_buffer_size": -1})
-    del config["data"]["train_features_file"], config["data"]["train_labels_file"]
-    config["data"]["train_shards"] = "shards/train.index.json"
-    # A process of its own: one whose tf.data iterator over the shards outlives `fit`
-    # must still exit.
-    straight = write_config(run_dir, dict(config, model_dir="straight"))
-    process = subprocess.run(
-        [sys.executable, "-m", "kerasnmt.cli", "train", "--config", str(straight), "--verbose", "0"],
-        capture_output=True, text=True, timeout=300,
-    )
-    assert process.returncode == 0, process.stderr
-    assert "Training stopped at step 4" in process.stdout
-    # A run stopped at step 2 resumes on batch 2 of the planned stream: its weights at
-    # step 4 are those of the run that never stopped.
-    resumed_dir = run_dir / "resumed"
-    resumed_dir.mkdir()
-    for path in glob.glob(str(run_dir / "straight" / "ckpt-2.*")):
-        shutil.copy(path, resumed_dir)
-    (resumed_dir / "checkpoint").write_text(
-        'model_checkpoint_path: "ckpt-2"\nall_model_checkpoint_paths: "ckpt-2"\n'
-        "all_model_checkpoint_timestamps: 1.0\n")
-    resumed = load_config(write_config(run_dir, dict(config, model_dir="resumed")),
-                          required=TRAINING_KEYS)
-    capsys.readouterr()
-    assert train(resumed, verbose=0).step == 4
-    assert f"Restored {resumed_dir / 'ckpt-2'} (step 2)" in capsys.readouterr().out
-    config_path = run_dir / "run.yml"
-    for expected, got in zip(_checkpoint_weights(config_path, str(run_dir / "straight" / "ckpt-4")),
-                             _checkpoint_weights(config_path, str(resumed_dir / "ckpt-4"))):
-        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
-    # Shards of another vocabulary stop the run before the first step, naming the index.
-    other_vocabulary = run_dir / "vocab.other"
-    other_vocabulary.write_text((run_dir / "vocab.tgt").read_text() + "extra\n")
-    assert prepare("vocab.other", "other") == 0
-    config["data"]["train_shards"] = "other/train.index.json"
-    capsys.readouterr()
-    status = cli.main(["train", "--config", str(write_config(run_dir, dict(config, model_dir="o"))),
-                       "--verbose", "0"])
-    err = capsys.readouterr().err
-    assert status == 2
-    assert f"kerasnmt train: error: {run_dir}/other/train.index.json: these shards were written " \
-           "with other tokenizers or vocabularies than the model's" in err
-    assert not glob.glob(str(run_dir / "o" / "ckpt-*"))
-
-
 def test_trains_checkpoints_resumes_logs_and_averages(run_dir, capsys):
     config_path = write_config(run_dir, tiny_run(train={
         "max_step": 4, "save_checkpoints_steps": 2, "keep_checkpoint_max": 2,
