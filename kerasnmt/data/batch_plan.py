@@ -22,7 +22,7 @@ can resume at a batch index.
 
 import numpy as np
 
-from kerasnmt.data.batching import BATCH_TYPES
+from kerasnmt.data.batching import check_batch_size
 
 
 def kept_examples(lengths, maximum_features_length=None, maximum_labels_length=None):
@@ -84,13 +84,7 @@ def plan_batches(
         >>> [batch.tolist() for batch in plan_batches(lengths, batch_size=2, batch_type="examples")]
         [[1, 4], [3, 5], [0, 2]]
     """
-    if batch_type not in BATCH_TYPES:
-        raise ValueError(f"batch_type must be one of {BATCH_TYPES}, got {batch_type!r}")
-    if batch_size < 1 or batch_size_multiple < 1:
-        raise ValueError(
-            f"batch_size and batch_size_multiple must be at least 1, got {batch_size} and "
-            f"{batch_size_multiple}"
-        )
+    check_batch_size(batch_size, batch_type, batch_size_multiple)
     lengths = np.asarray(lengths, dtype=np.int64).reshape(-1, 2)
     longest = padded_length(lengths.max(axis=1), length_bucket_width)
     order = np.arange(len(lengths)) if rng is None else rng.permutation(len(lengths))

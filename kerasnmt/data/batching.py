@@ -205,7 +205,8 @@ def fit_batch(features, labels, boundary=None):
     return tuple(fitted)
 
 
-def _check_batching(batch_size, batch_type, batch_size_multiple, length_bucket_width, pad_to_bucket_boundary):
+def check_batch_size(batch_size, batch_type, batch_size_multiple):
+    """Raises `ValueError` for an unknown `batch_type` or a size or multiple below 1."""
     if batch_type not in BATCH_TYPES:
         raise ValueError(f"batch_type must be one of {BATCH_TYPES}, got {batch_type!r}")
     if batch_size < 1 or batch_size_multiple < 1:
@@ -213,6 +214,10 @@ def _check_batching(batch_size, batch_type, batch_size_multiple, length_bucket_w
             f"batch_size and batch_size_multiple must be at least 1, got {batch_size} "
             f"and {batch_size_multiple}"
         )
+
+
+def _check_batching(batch_size, batch_type, batch_size_multiple, length_bucket_width, pad_to_bucket_boundary):
+    check_batch_size(batch_size, batch_type, batch_size_multiple)
     if length_bucket_width is None:
         if batch_type == "tokens":
             raise ValueError(
