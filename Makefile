@@ -13,7 +13,8 @@ $(BIN)/python:
 install-core: $(BIN)/python
 	$(BIN)/pip install --quiet -e .
 
-install: install-core
+# The package and its extras in one pip call (one resolution, one editable build).
+install: $(BIN)/python
 	$(BIN)/pip install --quiet -e ".[test,docs,beam,ctranslate2,bench]"
 
 # Vocabulary, a few minutes of training, export to saved_models/quickstart, translation
