@@ -726,13 +726,6 @@ _SCHEMA = {
             "`mixed_bfloat16` when the CPU has AVX-512 BF16 or AMX (`avx512_bf16`, "
             "`amx_bf16` in /proc/cpuinfo), float32 otherwise, and logs its choice.",
         ),
-        "jit_compile": _Option(
-            True,
-            _Boolean(),
-            "XLA-compile the training step (Keras `compile(jit_compile=...)`; XLA compiles "
-            "it once for each batch shape). false runs the step as a TensorFlow graph, "
-            "with no compilation.",
-        ),
         "seed": _Option(
             None,
             _Integer(minimum=0, nullable=True),

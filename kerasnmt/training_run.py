@@ -779,8 +779,7 @@ def train(config, time_limit=None, verbose="auto"):
         print(f"train.mixed_precision auto: {run_precision(config).reason}", flush=True)
     with strategy.scope():
         translator = build_translator(config)
-        translator.compile(optimizer=build_optimizer(config),
-                           jit_compile=train_section["jit_compile"])
+        translator.compile(optimizer=build_optimizer(config))
         checkpoint = training_checkpoint(translator)
         manager = tf.train.CheckpointManager(
             checkpoint, model_dir, max_to_keep=train_section["keep_checkpoint_max"]

@@ -51,9 +51,6 @@ def tiny_run(**sections):
             "effective_batch_size": None,
             "sample_buffer_size": 0,
             "seed": 1,
-            # A few steps over many batch shapes: XLA would compile each one.
-            # tests/e2e/test_quickstart.py trains with XLA.
-            "jit_compile": False,
             # Also the exports' maximum source length: few source widths to compile.
             "maximum_features_length": 8,
             "maximum_labels_length": 8,

@@ -180,7 +180,6 @@ def test_trains_checkpoints_resumes_logs_and_averages(run_dir, capsys):
     out = capsys.readouterr().out
     assert f"Restored {model_dir / 'ckpt-4'} (step 4)" in out
     assert result.step == 6
-    assert result.translator.jit_compile is False  # train.jit_compile of tiny_run
     # This call's training only: building the model and the averaging are left out.
     assert 0 < result.train_seconds < call_seconds
     assert sorted(os.path.basename(p) for p in glob.glob(str(model_dir / "ckpt-*.index"))) == [
@@ -455,10 +454,8 @@ def test_an_interrupted_command_exits_130_with_one_line(monkeypatch, capsys):
 def test_evaluates_every_eval_steps_exports_the_best_and_stops_early(run_dir, capsys):
     # No loss improves by 1,000: the second evaluation (step 4) meets the early stopping
     # condition, and the run ends there instead of at step 10.
-    # The XLA training step of kerasnmt train (train.jit_compile's default).
     config = tiny_run(
-        train={"max_step": 10, "average_last_checkpoints": 0, "save_checkpoints_steps": 10,
-               "jit_compile": True},
+        train={"max_step": 10, "average_last_checkpoints": 0, "save_checkpoints_steps": 10},
         eval={"steps": 2, "export_on_best": "loss", "max_exports_to_keep": 1,
               "save_eval_predictions": True, "target_language": "de",
               "early_stopping": {"metric": "loss", "min_improvement": 1000, "steps": 1}},
@@ -471,7 +468,6 @@ def test_evaluates_every_eval_steps_exports_the_best_and_stops_early(run_dir, ca
     records = _evaluations(model_dir)
     assert [record["step"] for record in records] == [2, 4]
     assert result.step == 4
-    assert result.translator.jit_compile is True
     assert result.stop_reason == (
         "early stopping: loss did not improve by more than 1000 in the last 1 evaluations")
     assert tf.train.latest_checkpoint(str(model_dir)) == str(model_dir / "ckpt-4")
