@@ -108,8 +108,9 @@ def parse_arguments():
                         help="default: the recipe's length_penalty")
     parser.add_argument("--warmup-steps", type=int,
                         help="default: the recipe's params.decay_params.warmup_steps")
-    parser.add_argument("--mixed-precision", choices=["auto", "mixed_bfloat16", "mixed_float16"],
-                        help="train.mixed_precision (default: the recipe's)")
+    parser.add_argument("--mixed-precision",
+                        help="train.mixed_precision, checked with the configuration (default: "
+                        "the recipe's)")
     parser.add_argument("--early-exit", action="store_true",
                         help="BeamSampler(early_exit=True) for the test set and the export")
     parser.add_argument("--average-last-checkpoints", type=int, default=0,

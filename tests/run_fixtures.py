@@ -2,6 +2,8 @@
 
 import yaml
 
+from kerasnmt.config import load_config
+from kerasnmt.training_run import restore_translator
 from tests.models.translator_fixtures import SOURCE_WORDS, SPECIALS, TARGET_WORDS, corpus
 
 
@@ -68,3 +70,9 @@ def write_config(directory, config, name="run.yml"):
     path = directory / name
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
     return path
+
+
+def checkpoint_weights(config_path, checkpoint):
+    """The trainable weights a checkpoint gives the model of a configuration."""
+    translator, _ = restore_translator(load_config(config_path), checkpoint)
+    return [weight.numpy() for weight in translator.trainable_weights]

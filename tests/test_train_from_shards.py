@@ -11,8 +11,8 @@ import pytest
 
 from kerasnmt import cli
 from kerasnmt.config import load_config
-from kerasnmt.training_run import TRAINING_KEYS, restore_translator, train
-from tests.run_fixtures import tiny_run, write_config, write_corpus
+from kerasnmt.training_run import TRAINING_KEYS, train
+from tests.run_fixtures import checkpoint_weights, tiny_run, write_config, write_corpus
 
 # Long tests (training): run first (tests/conftest.py), in a file of their own so that
 # `pytest -n 2 --dist loadfile` can run it beside tests/test_training_run.py.
@@ -22,11 +22,6 @@ pytestmark = pytest.mark.heavy
 @pytest.fixture
 def run_dir(tmp_path):
     return write_corpus(tmp_path)
-
-
-def _checkpoint_weights(config_path, checkpoint):
-    translator, _ = restore_translator(load_config(config_path), checkpoint)
-    return [weight.numpy() for weight in translator.trainable_weights]
 
 
 def test_training_from_shards_resumes_at_the_batch_where_it_stopped(run_dir, capsys):
@@ -66,8 +61,8 @@ def test_training_from_shards_resumes_at_the_batch_where_it_stopped(run_dir, cap
     assert train(resumed, verbose=0).step == 4
     assert f"Restored {resumed_dir / 'ckpt-2'} (step 2)" in capsys.readouterr().out
     config_path = run_dir / "run.yml"
-    for expected, got in zip(_checkpoint_weights(config_path, str(run_dir / "straight" / "ckpt-4")),
-                             _checkpoint_weights(config_path, str(resumed_dir / "ckpt-4"))):
+    for expected, got in zip(checkpoint_weights(config_path, str(run_dir / "straight" / "ckpt-4")),
+                             checkpoint_weights(config_path, str(resumed_dir / "ckpt-4"))):
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
     # Shards of another vocabulary stop the run before the first step, naming the index.
     other_vocabulary = run_dir / "vocab.other"

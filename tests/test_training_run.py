@@ -29,7 +29,7 @@ from kerasnmt.training_run import (
     restore_translator,
     train,
 )
-from tests.run_fixtures import tiny_run, write_config, write_corpus
+from tests.run_fixtures import checkpoint_weights, tiny_run, write_config, write_corpus
 
 # Long tests (training, exports, decoding): run first (tests/conftest.py).
 pytestmark = pytest.mark.heavy
@@ -64,12 +64,6 @@ def _scalars(directory):
 def _evaluations(model_dir):
     """The records of `model_dir/evaluations.jsonl`, oldest first."""
     return training_run._read_history(os.path.join(model_dir, training_run.EVALUATIONS_FILE))
-
-
-def _checkpoint_weights(config_path, checkpoint):
-    """The trainable weights a checkpoint gives the model of a configuration."""
-    translator, _ = restore_translator(load_config(config_path), checkpoint)
-    return [weight.numpy() for weight in translator.trainable_weights]
 
 
 def test_config_mistakes_stop_the_command_before_anything_runs(run_dir, capsys):
@@ -193,9 +187,9 @@ def test_trains_checkpoints_resumes_logs_and_averages(run_dir, capsys):
 
     # The averaged checkpoint holds the mean of ckpt-4 and ckpt-6.
     assert result.averaged_checkpoint == str(model_dir / "avg" / "ckpt-6")
-    first = _checkpoint_weights(config_path, str(model_dir / "ckpt-4"))
-    second = _checkpoint_weights(config_path, str(model_dir / "ckpt-6"))
-    averaged = _checkpoint_weights(config_path, result.averaged_checkpoint)
+    first = checkpoint_weights(config_path, str(model_dir / "ckpt-4"))
+    second = checkpoint_weights(config_path, str(model_dir / "ckpt-6"))
+    averaged = checkpoint_weights(config_path, result.averaged_checkpoint)
     for value, a, b in zip(averaged, first, second):
         np.testing.assert_allclose(value, (a + b) / 2, rtol=1e-6, atol=1e-7)
     # Training changed the weights between the two checkpoints.
@@ -212,7 +206,7 @@ def test_trains_checkpoints_resumes_logs_and_averages(run_dir, capsys):
     status = cli.main(["average-checkpoints", "--config", str(config_path), "--max-count", "1",
                        "--output", str(output)])
     assert status == 0
-    for value, expected in zip(_checkpoint_weights(config_path, str(output)), second):
+    for value, expected in zip(checkpoint_weights(config_path, str(output)), second):
         np.testing.assert_array_equal(value, expected)
 
 
@@ -324,7 +318,7 @@ def test_a_damaged_latest_checkpoint_falls_back_to_the_newest_readable_one(run_d
     translator, path = restore_translator(config)
     assert path == str(model_dir / "ckpt-2")
     assert [w.numpy().tolist() for w in translator.trainable_weights] == [
-        w.tolist() for w in _checkpoint_weights(config_path, str(model_dir / "ckpt-2"))]
+        w.tolist() for w in checkpoint_weights(config_path, str(model_dir / "ckpt-2"))]
     err = capsys.readouterr().err
     assert f"warning: checkpoint {model_dir / 'ckpt-4'} is damaged (Read less bytes than " \
         "requested); trying the previous one" in err
@@ -353,9 +347,9 @@ def test_a_damaged_latest_checkpoint_falls_back_to_the_newest_readable_one(run_d
         f"warning: checkpoint {model_dir / 'ckpt-6'} is damaged (Read less bytes than "
         "requested); trying the previous one"]
     assert f"Averaged 2 checkpoints (ckpt-4, ckpt-2) into {output / 'ckpt-4'}" in captured.out
-    at_2, at_4 = (_checkpoint_weights(config_path, str(model_dir / f"ckpt-{step}"))
+    at_2, at_4 = (checkpoint_weights(config_path, str(model_dir / f"ckpt-{step}"))
                   for step in (2, 4))
-    for value, a, b in zip(_checkpoint_weights(config_path, str(output)), at_2, at_4):
+    for value, a, b in zip(checkpoint_weights(config_path, str(output)), at_2, at_4):
         np.testing.assert_allclose(value, (a + b) / 2, rtol=1e-6, atol=1e-7)
 
     # Every checkpoint damaged: one clear line, exit 2.
