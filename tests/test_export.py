@@ -49,6 +49,9 @@ REPOSITORY = pathlib.Path(__file__).resolve().parents[1]
 QUICKSTART_DATA = REPOSITORY / "examples" / "quickstart" / "data"
 MAXIMUM_SOURCE_LENGTH = 12
 SENTENCES = ["a b c", "d e", "h g f e d c b a", "b", "c c a"]
+# For sentencepiece_export.
+RAW_SENTENCES = [
+    "A man rides a bike.", "Zwei Hunde spielen.", "Two dogs play.", "A woman sings."]
 BATCH_SIZE = 8  # whitespace_export's
 # Times an export built the decoding graph, by fixture.
 GRAPHS_BUILT = {}
@@ -274,22 +277,16 @@ def _not_a_batch(shape):
     return re.escape(f"expected a 1-D batch of strings (shape [batch]), got shape {shape}")
 
 
-def _flavour_sentences(flavour):
-    return SENTENCES[:4] if flavour == "whitespace" else [
-        "A man rides a bike.", "Zwei Hunde spielen.", "Two dogs play.", "A woman sings."]
-
-
-@pytest.mark.parametrize("flavour", ["whitespace", "sentencepiece"])
-def test_the_loaded_signatures_refuse_a_source_that_is_not_a_1d_batch(
-    flavour, whitespace_export, sentencepiece_export, whitespace_model
-):
+def test_the_loaded_signatures_refuse_a_source_that_is_not_a_1d_batch(whitespace_export,
+                                                                     whitespace_model):
     """Both signatures refuse a 2-D batch and a scalar in the graph: the declared `[None]`
     is not checked when `tf.saved_model.load` runs them (a SentencePiece model translated
-    each string of a 2-D batch, and a scalar as a batch of one). A 1-D batch translates as
-    `translate` does."""
-    translator, path = whitespace_export if flavour == "whitespace" else sentencepiece_export
-    model = whitespace_model if flavour == "whitespace" else _loaded(path)
-    sentences = _flavour_sentences(flavour)
+    each string of a 2-D batch, and a scalar as a batch of one). The check comes before
+    the tokenizer, so one flavour covers both (the session loader's test below takes the
+    SentencePiece one). A 1-D batch translates as `translate` does."""
+    translator, _ = whitespace_export
+    model = whitespace_model
+    sentences = SENTENCES[:4]
     for name in (SERVING_SIGNATURE, N_BEST_SIGNATURE):
         signature = model.signatures[name]
         with pytest.raises(tf.errors.InvalidArgumentError, match=_not_a_batch("[2, 2]")):
@@ -302,17 +299,16 @@ def test_the_loaded_signatures_refuse_a_source_that_is_not_a_1d_batch(
     np.testing.assert_allclose(outputs["score"], [n[0]["score"] for n in expected], atol=1e-4)
 
 
-@pytest.mark.parametrize("flavour", ["whitespace", "sentencepiece"])
-def test_the_session_loader_refuses_a_source_that_is_not_a_1d_batch(
-    flavour, whitespace_export, sentencepiece_export
-):
+def test_the_session_loader_refuses_a_source_that_is_not_a_1d_batch(sentencepiece_export):
     """The graph TF Serving runs: loaded by the TF1 session loader, fed by the tensor names
     of the signature. Python's `session.run` refuses a shape the `[None]` placeholder does
     not allow before anything runs; a feed from C++, as TF Serving's `Session::Run`, is not
     checked (here `Session::RunCallable`, which `_make_callable_from_options` wraps), and
-    the graph refuses it itself. A 1-D batch translates as `translate` does."""
-    translator, path = whitespace_export if flavour == "whitespace" else sentencepiece_export
-    sentences = [sentence.encode("utf-8") for sentence in _flavour_sentences(flavour)]
+    the graph refuses it itself (before the tokenizer: the SentencePiece flavour, which
+    used to translate each string of a 2-D batch, stands for both). A 1-D batch translates
+    as `translate` does."""
+    translator, path = sentencepiece_export
+    sentences = [sentence.encode("utf-8") for sentence in RAW_SENTENCES]
     two_rows = np.array([sentences[:2], sentences[2:]], dtype=object)
     with tf.compat.v1.Session(graph=tf.Graph()) as session:
         meta_graph = tf.compat.v1.saved_model.loader.load(session, ["serve"], str(path))
@@ -435,7 +431,7 @@ def test_a_copy_runs_in_a_process_without_keras_or_kerasnmt(
 ):
     translator, path = whitespace_export if flavour == "whitespace" else sentencepiece_export
     sentences = (SENTENCES if flavour == "whitespace"
-                 else ["A man rides a bike.", "Zwei Hunde spielen."])
+                 else RAW_SENTENCES[:2])
     copy = tmp_path / "copied" / "7"
     shutil.copytree(path, copy)  # self-contained: nothing outside the directory is read
     outputs = run_without_keras(copy, sentences, SERVING_SIGNATURE, tmp_path,
