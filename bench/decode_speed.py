@@ -28,6 +28,7 @@ Not a test; run it on a quiet machine, in the background:
     python bench/decode_speed.py --checkpoint /tmp/kerasnmt_decode_speed/model.keras
     python bench/decode_speed.py --checkpoint ... --no-jit-compile   # graph mode, no XLA
     python bench/decode_speed.py --checkpoint ... --max-sentences 64   # smoke run
+    python bench/decode_speed.py --checkpoint ... --quantize int8   # Keras int8 Dense layers
     python bench/decode_speed.py --checkpoint ... --shortlist runs/multi30k/shortlist.txt \
         --searches beam-compact,beam-compact-shortlist --warm-passes 3
 """
@@ -47,6 +48,7 @@ import tensorflow as tf  # noqa: E402
 from kerasnmt.data.lexical_shortlist import LexicalShortlist  # noqa: E402
 from kerasnmt.data.training_pipeline import training_dataset  # noqa: E402
 from kerasnmt.evaluation import score_translations  # noqa: E402
+from kerasnmt.export import quantize_dense_layers  # noqa: E402
 from kerasnmt.layers import BeamSampler  # noqa: E402
 from kerasnmt.training.fitting import model_data  # noqa: E402
 from kerasnmt.training import NoamDecay  # noqa: E402
@@ -84,6 +86,11 @@ def parse_arguments(argv=None):
     parser.add_argument("--shortlist-width", type=int, default=2048,
                         help="LexicalShortlist width: target ids a batch is decoded over")
     parser.add_argument("--jit-compile", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--quantize", choices=["int8", "int8-all-layers"],
+                        help="before decoding, int8: the Dense layers' weights, as `kerasnmt "
+                             "export --quantization int8` (kerasnmt.export."
+                             "quantize_dense_layers); int8-all-layers: Keras' default, "
+                             "`Model.quantize('int8')` (Dense and Embedding layers)")
     parser.add_argument("--max-sentences", type=int, help="translate only the first N (smoke run)")
     parser.add_argument("--seed", type=int, default=1234)
     return parser.parse_args(argv)
@@ -175,6 +182,10 @@ def main():
         return
     load_before = os.getloadavg()
     translator = load_translator(arguments)
+    if arguments.quantize == "int8":
+        quantize_dense_layers(translator)
+    elif arguments.quantize == "int8-all-layers":
+        translator.quantize("int8")
     with open(os.path.join(arguments.data_dir, arguments.input), encoding="utf-8") as f:
         sentences = [line.rstrip("\n") for line in f][: arguments.max_sentences]
     with open(os.path.join(arguments.data_dir, arguments.reference), encoding="utf-8") as f:
@@ -182,7 +193,7 @@ def main():
     tokenizer = translator.preprocessor.target_tokenizer
     print(f"model: {translator.count_params():,} parameters, {len(sentences)} sentences, "
           f"batch {arguments.batch_size}, jit_compile={arguments.jit_compile}, "
-          f"{os.cpu_count()} CPUs, TensorFlow {tf.__version__}")
+          f"quantize={arguments.quantize}, {os.cpu_count()} CPUs, TensorFlow {tf.__version__}")
     print(f"load average before: {' '.join(f'{x:.2f}' for x in load_before)}")
 
     beam = dict(beam_size=arguments.beam_size, length_penalty=arguments.length_penalty)

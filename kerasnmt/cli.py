@@ -546,7 +546,8 @@ def export(parser):
     sampling_topk, sampling_temperature, num_hypotheses, maximum_decoding_length,
     minimum_decoding_length, replace_unknown_target, compact_batch, early_exit,
     shortlist, shortlist_width), fixed in the export. Sources are cut to --maximum-source-length
-    tokens. The directory is written under a temporary name and renamed, so an
+    tokens. With --quantization int8, the Dense layers' weights are Keras int8 (the
+    embeddings stay float). The directory is written under a temporary name and renamed, so an
     interrupted export leaves an existing one intact. Load it with TensorFlow alone (plus
     `import tensorflow_text` for SentencePiece models), or serve it with TF Serving, which
     runs its warm-up requests (one of every compiled shape) before serving it.
@@ -572,8 +573,9 @@ def export(parser):
     )
     parser.add_argument(
         "--quantization", choices=QUANTIZATIONS,
-        help="with --format ctranslate2: CTranslate2's weight type (default: float32 as "
-        "trained)",
+        help="SavedModel: int8, Keras int8 weights for the Dense layers (the embeddings "
+        "stay float); with --format ctranslate2: CTranslate2's weight type (default: "
+        "float32 as trained)",
     )
     parser.add_argument(
         "--force", action="store_true",
@@ -610,16 +612,25 @@ def export(parser):
     )
 
     def run(args):
-        from kerasnmt.export import export_translator, next_version_path
+        from kerasnmt.export import (
+            SAVEDMODEL_QUANTIZATIONS,
+            export_translator,
+            next_version_path,
+            quantize_dense_layers,
+        )
         from kerasnmt.training_run import build_shortlist
 
         _check_model_arguments(parser, args)
         if args.format == "ctranslate2":
             return _export_ctranslate2(parser, args)
-        for option, given in {"--quantization": args.quantization, "--force": args.force}.items():
-            if given:
-                parser.error(f"{option} goes with --format ctranslate2")
+        if args.force:
+            parser.error("--force goes with --format ctranslate2")
+        if args.quantization not in (None, *SAVEDMODEL_QUANTIZATIONS):
+            parser.error(f"--quantization {args.quantization} goes with --format ctranslate2 "
+                         f"(a SavedModel takes {', '.join(SAVEDMODEL_QUANTIZATIONS)})")
         translator, config = _load_model_for_decoding(args)
+        if args.quantization:
+            quantize_dense_layers(translator, args.quantization)
         options, n_best = _export_options(args, config)
         path = next_version_path(args.output) if args.next_version else args.output
         export_translator(

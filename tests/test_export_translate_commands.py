@@ -6,6 +6,7 @@ import os
 import sys
 
 import ctranslate2
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -15,6 +16,7 @@ from kerasnmt import cli
 from kerasnmt.config import load_config
 from kerasnmt.ctranslate2_export import read_translate_options
 from kerasnmt.data.lexical_shortlist import LexicalShortlist
+from kerasnmt.export import quantize_dense_layers
 from kerasnmt.layers import BeamSampler
 from kerasnmt.models import Translator
 from kerasnmt.serving_warmup import WARMUP_FILE
@@ -396,6 +398,36 @@ def test_export_to_ctranslate2_from_the_run(trained_run, capsys):
     assert [len(result.hypotheses) for result in results] == [2] * len(sources)
 
 
+def test_export_with_int8_dense_layers_translates_as_the_quantized_translator(
+        trained_run, capsys, tmp_path):
+    """`--quantization int8` of a SavedModel: Keras int8 kernels in every Dense layer,
+    the embeddings float; its n-best lists are those of the restored translator after
+    `quantize_dense_layers`, and its scores differ from the float model's."""
+    directory, config_path, _, sources, float_details = trained_run
+    status, out, err = run_cli(capsys, "export", tmp_path / "int8", "--config", config_path,
+                               "--quantization", "int8", "--no-xla", "--no-warmup")
+    assert status == 0, err
+    translator, _ = restore_translator(load_config(config_path))
+    quantize_dense_layers(translator)
+    layers = list(translator._flatten_layers())
+    dense = [layer for layer in layers if isinstance(layer, keras.layers.Dense)]
+    embeddings = [layer for layer in layers if isinstance(layer, keras.layers.Embedding)]
+    assert dense and embeddings
+    assert all(layer.quantization_mode == "int8" and layer._kernel.dtype == "int8"
+               for layer in dense)
+    assert all(layer.quantization_mode is None and layer.embeddings.dtype == "float32"
+               for layer in embeddings)
+    expected = translator.translate(sources, sampler=build_sampler(load_config(config_path)),
+                                    return_details=True, jit_compile=False)
+    outputs = tf.saved_model.load(str(tmp_path / "int8")).signatures["n_best"](
+        source=tf.constant(sources))
+    assert [[text.decode() for text in row] for row in outputs["translations"].numpy()] == [
+        [hypothesis["text"] for hypothesis in n_best] for n_best in expected]
+    scores = [[hypothesis["score"] for hypothesis in n_best] for n_best in expected]
+    np.testing.assert_allclose(outputs["scores"], scores, atol=1e-4)
+    assert not np.allclose(scores, [[h["score"] for h in n] for n in float_details], atol=1e-4)
+
+
 def test_export_to_ctranslate2_refuses_bad_input_before_writing(trained_run, capsys,
                                                                tmp_path, monkeypatch):
     directory, config_path, translator, *_ = trained_run
@@ -418,8 +450,12 @@ def test_export_to_ctranslate2_refuses_bad_input_before_writing(trained_run, cap
         assert exit_info.value.code == 2
         assert message in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        cli.main(["export", str(output), "--config", str(config_path), "--quantization", "int8"])
-    assert "--quantization goes with --format ctranslate2" in capsys.readouterr().err
+        cli.main(["export", str(output), "--config", str(config_path), "--quantization", "int16"])
+    assert ("--quantization int16 goes with --format ctranslate2 (a SavedModel takes int8)"
+            in capsys.readouterr().err)
+    with pytest.raises(SystemExit):
+        cli.main(["export", str(output), "--config", str(config_path), "--force"])
+    assert "--force goes with --format ctranslate2" in capsys.readouterr().err
     with monkeypatch.context() as patch:
         patch.setitem(sys.modules, "ctranslate2", None)  # as if not installed
         with pytest.raises(SystemExit):
