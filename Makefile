@@ -23,7 +23,7 @@ quickstart: install-core
 	$(BIN)/python examples/quickstart/quickstart.py
 
 test: install
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile tests
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder tests
 
 docs: install
 	$(BIN)/mkdocs build --strict

@@ -6,12 +6,20 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 def pytest_configure(config):
     config.addinivalue_line(
-        "markers", "heavy: a test file of long tests (training, exports), run first"
+        "markers",
+        "heavy(seconds): a test file of long tests (training, exports), run first, the "
+        "longest first; seconds: its tests' time, as `pytest --durations 0` sums them",
     )
 
 
 def pytest_collection_modifyitems(items):
-    """Files marked `heavy` first, each file's tests in their order: with `pytest -n 2
-    --dist loadfile` (make test) the long files are then spread over both workers from
-    the start, instead of one worker finishing the last of them alone."""
-    items.sort(key=lambda item: item.get_closest_marker("heavy") is None)
+    """Files marked `heavy` first, the longest first, each file's tests in their order:
+    with `pytest -n 2 --dist loadfile` (make test) each worker starts on a long file and
+    the last files to start are short, instead of one worker finishing a long file alone
+    (longest processing time first)."""
+
+    def seconds(item):
+        marker = item.get_closest_marker("heavy")
+        return marker.args[0] if marker else 0
+
+    items.sort(key=seconds, reverse=True)

@@ -10,6 +10,9 @@ import pytest
 
 import kerasnmt
 
+# Long tests (tests/conftest.py runs them first).
+pytestmark = pytest.mark.heavy(31)
+
 # Modules that need an optional extra, and the module that extra installs.
 OPTIONAL_DEPENDENCIES = {"kerasnmt.data.beam_shards": "apache_beam"}
 

@@ -25,7 +25,7 @@ from tests.models.translator_fixtures import tiny_translator
 from tests.run_fixtures import tiny_run, write_config, write_corpus
 
 # Long tests (training, exports, decoding): run first (tests/conftest.py).
-pytestmark = pytest.mark.heavy
+pytestmark = pytest.mark.heavy(125)
 
 
 @pytest.fixture(scope="module")

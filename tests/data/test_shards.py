@@ -24,6 +24,9 @@ from kerasnmt.data.training_pipeline import training_dataset
 from kerasnmt.data.vocabulary_builder import build_vocabulary
 from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
 
+# Long tests (tests/conftest.py runs them first).
+pytestmark = pytest.mark.heavy(22)
+
 MULTI30K = "/work/shared/data/multi30k"
 NUM_LINES = 240
 

@@ -14,6 +14,9 @@ from kerasnmt.data.training_pipeline import (
 )
 from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
 
+# Long tests (tests/conftest.py runs them first).
+pytestmark = pytest.mark.heavy(42)
+
 SOURCE_VOCABULARY = ["<blank>", "<s>", "</s>", "a", "b", "c", "d"]
 TARGET_VOCABULARY = ["<blank>", "<s>", "</s>", "x", "y", "z"]
 

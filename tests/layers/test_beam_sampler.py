@@ -22,6 +22,9 @@ from kerasnmt.layers import BeamSampler
 from kerasnmt.layers.search.top_k_by_chunks import top_k_by_chunks
 from kerasnmt.layers.gather_tree import gather_tree
 
+# Long tests (tests/conftest.py runs them first).
+pytestmark = pytest.mark.heavy(52)
+
 END = 2
 
 
