@@ -279,7 +279,7 @@ def test_export_and_translate_with_a_shortlist_file(trained_run, capsys):
     assert set(" ".join(expected).split()) <= {word}
 
     status, out, err = run_cli(capsys, "translate", "--config", config_path,
-                               "--shortlist", path, "--input", directory / "val.src")
+                               "--shortlist", path, "--input", directory / "val.src", "--no-xla")
     assert status == 0, err
     assert out.splitlines() == expected
     status, out, err = run_cli(capsys, "export", directory / "shortlist_export", "--config",
@@ -307,7 +307,7 @@ def test_export_and_translate_a_keras_file(trained_run, capsys):
 
     (directory / "in.txt").write_text("\n".join(sources) + "\n", encoding="utf-8")
     status, out, err = run_cli(capsys, "translate", "--model", directory / "tiny.keras",
-                               "--input", directory / "in.txt")
+                               "--input", directory / "in.txt", "--no-xla")
     assert status == 0, err
     assert out.splitlines() == greedy_free
 
@@ -360,7 +360,7 @@ def test_alignments_from_the_checkpoint_and_the_saved_model(trained_run, exporte
                  enumerate(n_best[0]["alignment"].argmax(-1)))
         for n_best in details
     ]
-    status, out, err = run_cli(capsys, "translate", "--config", config_path,
+    status, out, err = run_cli(capsys, "translate", "--config", config_path, "--no-xla",
                                "--input", directory / "val.src", "--with-alignments", "hard")
     assert status == 0, err
     assert [line.split(" ||| ") for line in out.splitlines()] == [

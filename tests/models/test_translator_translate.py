@@ -163,7 +163,8 @@ def test_translate_restores_input_order_across_batches_and_widths(trained):
 def test_translate_details_are_the_n_best_list(trained):
     translator, sources, targets = trained
     sampler = BeamSampler(beam_size=3, n_best=3, length_penalty=0.6, freeze_finished_scores=True)
-    details = translator.translate(sources[:4], sampler=sampler, return_details=True)
+    details = translator.translate(sources[:4], sampler=sampler, return_details=True,
+                                   jit_compile=False)
     assert len(details) == 4
     for source, target, n_best in zip(sources[:4], targets[:4], details):
         assert len(n_best) == 3
