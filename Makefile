@@ -13,9 +13,10 @@ $(BIN)/python:
 install-core: $(BIN)/python
 	$(BIN)/pip install --quiet -e .
 
-# The package and its extras in one pip call (one resolution, one editable build).
+# The package and the extras the tests use, in one pip call (one resolution, one editable
+# build).
 install: $(BIN)/python
-	$(BIN)/pip install --quiet -e ".[test,docs,beam,ctranslate2,bench]"
+	$(BIN)/pip install --quiet -e ".[test,beam,ctranslate2,bench]"
 
 # Vocabulary, a few minutes of training, export to saved_models/quickstart, translation
 # through the SavedModel and BLEU (examples/quickstart/quickstart.py).
@@ -25,7 +26,8 @@ quickstart: install-core
 test: install
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder tests
 
-docs: install
+docs: $(BIN)/python
+	$(BIN)/pip install --quiet -e ".[docs]"
 	$(BIN)/mkdocs build --strict
 
 clean:
