@@ -477,7 +477,7 @@ def test_saved_model_cli_runs_it_with_the_session_loader(
     flavour, whitespace_export, sentencepiece_export, tmp_path
 ):
     translator, path = whitespace_export if flavour == "whitespace" else sentencepiece_export
-    sentences = SENTENCES[:2] if flavour == "whitespace" else ["Two dogs play."]
+    sentences = SENTENCES[:2] if flavour == "whitespace" else RAW_SENTENCES[2:3]
     outputs = _saved_model_cli_run(path, sentences, tmp_path,
                                    sentencepiece=flavour == "sentencepiece")
     expected = _details(translator, sentences)
