@@ -2,10 +2,13 @@
 
     python bench/learning_curves.py runs/multi30k_tiny/model --output docs/images/multi30k_tiny.png
     python bench/learning_curves.py RUN_A RUN_B --label tiny --label reference --output cmp.png
+    python bench/learning_curves.py RUN_A RUN_B --bleu bleu_tokenized_lc --output cmp.png
 
 For each `model_dir`: the training loss (label-smoothed, the mean of each
 `train.save_summary_steps` window, from the TensorBoard events in `model_dir/logs/train`),
-the validation cross-entropy and the validation BLEU (from `model_dir/evaluations.jsonl`),
+the validation cross-entropy and the validation BLEU (from `model_dir/evaluations.jsonl`:
+detokenized sacreBLEU, or with `--bleu bleu_tokenized_lc` the published Moses-tokenized
+lowercased score, the one that compares a cased run with a lowercased one),
 against the optimizer step. A resumed run's events and evaluations continue the same
 curves. Needs matplotlib (`pip install -e ".[bench]"`).
 """
@@ -52,6 +55,8 @@ def main():
     parser.add_argument("model_dirs", nargs="+", metavar="MODEL_DIR")
     parser.add_argument("--label", action="append", help="a legend label per MODEL_DIR")
     parser.add_argument("--output", required=True, help="the PNG file to write")
+    parser.add_argument("--bleu", choices=("bleu", "bleu_tokenized_lc"), default="bleu",
+                        help="the validation BLEU to draw (default: detokenized sacreBLEU)")
     args = parser.parse_args()
     labels = args.label or [os.path.basename(os.path.dirname(os.path.abspath(d)))
                             for d in args.model_dirs]
@@ -67,16 +72,18 @@ def main():
                                label=f"{label}: training (label-smoothed)")
         loss_axes.plot(list(records), [r["loss"] for r in records.values()], "o-",
                        color=line.get_color(), label=f"{label}: validation cross-entropy")
-        if any("bleu" in r for r in records.values()):
-            steps = [s for s, r in records.items() if "bleu" in r]
-            bleu_axes.plot(steps, [records[s]["bleu"] for s in steps], "o-",
+        if any(args.bleu in r for r in records.values()):
+            steps = [s for s, r in records.items() if args.bleu in r]
+            bleu_axes.plot(steps, [records[s][args.bleu] for s in steps], "o-",
                            color=line.get_color(), label=label)
         print(f"{label}: {len(losses)} training summaries up to step "
               f"{max(losses, default=0)}, {len(records)} evaluations")
     loss_axes.set(xlabel="optimizer step (weight update)", ylabel="loss (nats per token)",
                   title="Loss")
     bleu_axes.set(xlabel="optimizer step (weight update)",
-                  ylabel="BLEU (detokenized sacreBLEU)", title="Validation BLEU")
+                  ylabel={"bleu": "BLEU (detokenized sacreBLEU)",
+                          "bleu_tokenized_lc": "BLEU (Moses-tokenized, lowercased)"}[args.bleu],
+                  title="Validation BLEU")
     for axes in (loss_axes, bleu_axes):
         axes.grid(alpha=0.3)
         axes.legend(fontsize=8)
