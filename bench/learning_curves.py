@@ -26,6 +26,12 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+# The validation BLEU `--bleu` draws (a key of `evaluations.jsonl`) and its axis label.
+BLEU_AXIS_LABELS = {
+    "bleu": "BLEU (detokenized sacreBLEU)",
+    "bleu_tokenized_lc": "BLEU (Moses-tokenized, lowercased)",
+}
+
 
 def training_losses(model_dir):
     """`{step: loss}` of the run's TensorBoard training summaries (a later event of the
@@ -55,7 +61,7 @@ def main():
     parser.add_argument("model_dirs", nargs="+", metavar="MODEL_DIR")
     parser.add_argument("--label", action="append", help="a legend label per MODEL_DIR")
     parser.add_argument("--output", required=True, help="the PNG file to write")
-    parser.add_argument("--bleu", choices=("bleu", "bleu_tokenized_lc"), default="bleu",
+    parser.add_argument("--bleu", choices=tuple(BLEU_AXIS_LABELS), default="bleu",
                         help="the validation BLEU to draw (default: detokenized sacreBLEU)")
     args = parser.parse_args()
     labels = args.label or [os.path.basename(os.path.dirname(os.path.abspath(d)))
@@ -81,8 +87,7 @@ def main():
     loss_axes.set(xlabel="optimizer step (weight update)", ylabel="loss (nats per token)",
                   title="Loss")
     bleu_axes.set(xlabel="optimizer step (weight update)",
-                  ylabel={"bleu": "BLEU (detokenized sacreBLEU)",
-                          "bleu_tokenized_lc": "BLEU (Moses-tokenized, lowercased)"}[args.bleu],
+                  ylabel=BLEU_AXIS_LABELS[args.bleu],
                   title="Validation BLEU")
     for axes in (loss_axes, bleu_axes):
         axes.grid(alpha=0.3)
