@@ -700,8 +700,13 @@ class Translator(keras.Model):
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         logits = tf.cast(y_pred["logits"], tf.float32)
-        loss_sum, num_tokens = cross_entropy_sequence_loss(
-            logits, y["ids_out"], y["length"], self.label_smoothing, training=training
+        loss_sum, num_tokens, token_nll = cross_entropy_sequence_loss(
+            logits,
+            y["ids_out"],
+            y["length"],
+            self.label_smoothing,
+            training=training,
+            return_token_nll=True,
         )
         if training and self.guided_alignment_type is not None and "alignment" in y:
             loss_sum += guided_alignment_cost(
@@ -711,13 +716,13 @@ class Translator(keras.Model):
                 self.guided_alignment_type,
                 self.guided_alignment_weight,
             )
-        self._update_metrics(logits, y)
+        self._update_metrics(logits, tf.stop_gradient(token_nll), y)
         # Gradients are summed over replicas, so each replica's share is divided by their
         # number (as Keras' own losses and OpenNMT-tf do).
         replicas = tf.distribute.get_strategy().num_replicas_in_sync
         return loss_sum / num_tokens / replicas
 
-    def _update_metrics(self, logits, y):
+    def _update_metrics(self, logits, token_nll, y):
         # Flat [B * T] values and weights: Keras' Mean would average each sequence first.
         weights = tf.reshape(
             tf.sequence_mask(y["length"], tf.shape(y["ids_out"])[1], dtype=tf.float32), [-1]
@@ -726,12 +731,7 @@ class Translator(keras.Model):
         self.accuracy_metric.update_state(
             tf.reshape(tf.cast(correct, tf.float32), [-1]), sample_weight=weights
         )
-        negative_log_likelihood = tf.nn.sparse_softmax_cross_entropy_with_logits(
-            y["ids_out"], logits
-        )
-        self.perplexity_metric.update_state(
-            tf.reshape(negative_log_likelihood, [-1]), sample_weight=weights
-        )
+        self.perplexity_metric.update_state(tf.reshape(token_nll, [-1]), sample_weight=weights)
 
     def compile(self, optimizer=None, **kwargs):
         """`keras.Model.compile`; the default optimizer is OpenNMT-tf's Transformer one.
