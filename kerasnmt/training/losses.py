@@ -50,18 +50,21 @@ def token_cross_entropy(logits, labels, label_smoothing=0.0):
         log_normalizer = tf.math.log(normalizer)
         label_shifted = tf.gather(shifted, flat_labels[:, tf.newaxis], batch_dims=1)[:, 0]
         nll = log_normalizer - label_shifted
-        # -sum_v log p_v = V log Z - sum_v shifted_v; the label's share is taken out of it.
-        all_nll = tf.cast(num_classes, tf.float32) * log_normalizer - tf.reduce_sum(shifted, -1)
-        loss = (on_label - off_label) * nll + off_label * all_nll
+        loss = nll
+        if label_smoothing:  # without it, no pass over the logits for the other ids
+            # -sum_v log p_v = V log Z - sum_v shifted_v; the label's share is taken out.
+            all_nll = tf.cast(num_classes, tf.float32) * log_normalizer - tf.reduce_sum(
+                shifted, -1
+            )
+            loss = (on_label - off_label) * nll + off_label * all_nll
 
         def gradient(loss_gradient, nll_gradient):
             # d loss / d logits = softmax - target distribution; d nll / d logits = softmax
             # - one_hot(label).
             gradient_sum = loss_gradient + nll_gradient
-            logits_gradient = (
-                exponentials * (gradient_sum / normalizer)[:, tf.newaxis]
-                - (off_label * loss_gradient)[:, tf.newaxis]
-            )
+            logits_gradient = exponentials * (gradient_sum / normalizer)[:, tf.newaxis]
+            if label_smoothing:
+                logits_gradient -= (off_label * loss_gradient)[:, tf.newaxis]
             positions = tf.stack([tf.range(tf.shape(flat_labels)[0]), flat_labels], axis=1)
             label_gradient = (on_label - off_label) * loss_gradient + nll_gradient
             return tf.tensor_scatter_nd_sub(logits_gradient, positions, label_gradient)
