@@ -473,6 +473,12 @@ _SCHEMA = {
             "fairseq and Tensor2Tensor initialize embeddings (unit variance once scaled by "
             "`sqrt(num_units)`, as the sinusoidal position encodings).",
         ),
+        "source_eos": _Option(
+            False,
+            _Boolean(),
+            "The encoder reads `</s>` after each source's tokens, as fairseq's sources end "
+            "(CTranslate2's `add_source_eos`); added inside the model, after preprocessing.",
+        ),
     },
     "params": {
         "optimizer": _Option(

@@ -247,6 +247,7 @@ def transformer_spec(translator):
         activation=getattr(common_spec.Activation, _ACTIVATIONS[activation]),
     )
     spec.config.layer_norm_epsilon = encoder.layer_0.ffn_norm.epsilon
+    spec.config.add_source_eos = translator.source_eos
     for side, tokens in vocabularies.items():
         getattr(spec, f"register_{side}_vocabulary")(list(tokens) + [UNKNOWN_TOKEN])
 

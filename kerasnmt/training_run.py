@@ -141,6 +141,7 @@ def build_translator(config):
         label_smoothing=params["label_smoothing"],
         guided_alignment_type=params["guided_alignment_type"],
         guided_alignment_weight=params["guided_alignment_weight"],
+        source_eos=model["source_eos"],
         **options,
     )
 

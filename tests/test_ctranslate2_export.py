@@ -86,13 +86,16 @@ def _teacher_forced_log_probs(translator, sources, targets):
     {"share_embeddings": "target", "ffn_activation": "tanh",
      "maximum_relative_position": None},
     {"ffn_activation": "sigmoid", "pre_norm": False},
+    {"shared_vocabulary": True, "share_embeddings": "all", "maximum_relative_position": None,
+     "pre_norm": False, "source_eos": True},
 ], ids=["relative-pre_norm-relu", "sinusoidal-post_norm-gelu-2_1_layers",
-        "shared_all-silu-2_layers", "shared_target-tanh-sinusoidal", "sigmoid-post_norm"])
+        "shared_all-silu-2_layers", "shared_target-tanh-sinusoidal", "sigmoid-post_norm",
+        "fairseq-like-source_eos"])
 def test_teacher_forced_log_probs_equal_kerasnmt(options, tmp_path):
     """Every token's log-probability (`score_batch`) equals kerasnmt's, for untrained
     models of each option the export maps: relative or sinusoidal positions, pre-norm or
-    post-norm, each activation, shared embeddings, unequal encoder and decoder depths.
-    Unknown words map to the unknown id on both sides in both."""
+    post-norm, each activation, shared embeddings, unequal encoder and decoder depths,
+    `</s>` after each source (`add_source_eos`). Unknown words map to the unknown id on both sides in both."""
     translator = tiny_translator(seed=5, **options)
     sources, targets = corpus(8, seed=5)
     sources = list(sources) + ["a b c d e f g h a b c d", "a z b"]

@@ -144,6 +144,10 @@ class Translator(keras.Model):
         label_smoothing: label smoothing of the training loss.
         guided_alignment_type: `None`, `"ce"` or `"mse"`.
         guided_alignment_weight: the weight of the guided alignment cost.
+        source_eos: the encoder reads `</s>` after each source's tokens, as fairseq's
+            sources end (CTranslate2's `add_source_eos`): added inside the model, so the
+            preprocessing, the source lengths and the attention the model returns (over
+            the source tokens) are the same either way.
         **kwargs: passed to `keras.Model` (e.g. `name`, `dtype="mixed_bfloat16"`).
 
     Examples:
@@ -190,6 +194,7 @@ class Translator(keras.Model):
         label_smoothing=0.1,
         guided_alignment_type=None,
         guided_alignment_weight=1.0,
+        source_eos=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -221,6 +226,7 @@ class Translator(keras.Model):
         self.label_smoothing = label_smoothing
         self.guided_alignment_type = guided_alignment_type
         self.guided_alignment_weight = guided_alignment_weight
+        self.source_eos = bool(source_eos)
 
         self.source_vocabulary_size = preprocessor.source_lookup.vocabulary_size
         self.target_vocabulary_size = preprocessor.target_lookup.vocabulary_size
@@ -300,9 +306,12 @@ class Translator(keras.Model):
         """Encodes source ids `[B, S]` of lengths `[B]`.
 
         Returns:
-            `(encoder_outputs [B, S, D], source_padding_mask [B, S])`.
+            `(encoder_outputs [B, S', D], source_padding_mask [B, S'])`: `S' = S + 1` with
+            `source_eos` (`</s>` after each source's tokens), else `S`.
         """
         source_ids = tf.cast(source_ids, tf.int32)
+        if self.source_eos:
+            source_ids, source_length = _end_marked(source_ids, source_length)
         padding_mask = tf.sequence_mask(source_length, tf.shape(source_ids)[1])
         outputs = self.encoder(
             self.source_embedding(source_ids), padding_mask=padding_mask, training=training
@@ -347,6 +356,8 @@ class Translator(keras.Model):
             encoder_padding_mask=padding_mask,
             training=training,
         )
+        if self.source_eos:
+            attention = _token_attention(attention, inputs["source_length"])
         return {"logits": self._logits(decoder_outputs), "attention": attention}
 
     # Incremental decoding, the API a BeamSampler drives.
@@ -581,7 +592,7 @@ class Translator(keras.Model):
             encoder_outputs, padding_mask, limits, sampler.beam_size, steps, _LOGITS_CHUNK,
             shortlist_ids, num_slots,
         )
-        attention_size = source_ids.shape[1] or tf.shape(source_ids)[1]
+        attention_size = padding_mask.shape[1] or tf.shape(padding_mask)[1]
         if not alignment and sampler.coverage_penalty == 0:
             step_fn, attention_size = _without_attention(step_fn), None
         outputs = sampler(
@@ -596,6 +607,8 @@ class Translator(keras.Model):
         )
         if shortlist_ids is not None:  # shortlist positions -> target ids (0 pads stay 0)
             outputs["ids"] = tf.gather(tf.maximum(shortlist_ids, 0), outputs["ids"])
+        if self.source_eos and "alignment" in outputs:
+            outputs["alignment"] = _token_attention(outputs["alignment"], source_length)
         return outputs
 
     def quantize(self, mode, **kwargs):
@@ -844,6 +857,7 @@ class Translator(keras.Model):
             label_smoothing=self.label_smoothing,
             guided_alignment_type=self.guided_alignment_type,
             guided_alignment_weight=self.guided_alignment_weight,
+            source_eos=self.source_eos,
         )
         return config
 
@@ -862,6 +876,25 @@ def _without_attention(step_fn):
         return logits, None, state
 
     return step_without_attention
+
+
+def _end_marked(source_ids, source_length):
+    """`[B, S]` source ids -> `[B, S + 1]` with `</s>` after each sentence's tokens, and the
+    lengths counting it."""
+    source_length = tf.cast(source_length, tf.int32)
+    ids = tf.pad(source_ids, [[0, 0], [0, 1]])
+    end = tf.equal(tf.range(tf.shape(ids)[1])[tf.newaxis], source_length[:, tf.newaxis])
+    return tf.where(end, END_OF_SENTENCE_ID, ids), source_length + 1
+
+
+def _token_attention(attention, source_length):
+    """Attention `[B, ..., S + 1]` over `</s>`-marked sources -> `[B, ..., S]` over their
+    tokens: the last column cut, each sentence's `</s>` column zeroed."""
+    width = tf.shape(attention)[-1] - 1
+    mask = tf.sequence_mask(source_length, width, dtype=attention.dtype)
+    mask = tf.reshape(mask, tf.concat(
+        [tf.shape(mask)[:1], tf.ones([attention.shape.rank - 2], tf.int32), [width]], 0))
+    return attention[..., :-1] * mask
 
 
 def _fit_alignment(alignment, attention_shape):

@@ -19,6 +19,9 @@ ARCHITECTURE_KEYS = (
     "share_embeddings",
     "embeddings_initializer",
 )
+# Architecture keys added after recipe files were first written, with their defaults: kept
+# in a recipe only when set otherwise, so that the recipes of earlier runs still match.
+LATER_ARCHITECTURE_DEFAULTS = {"source_eos": False}
 VOCABULARY_KEYS = (
     "source_vocabulary",
     "target_vocabulary",
@@ -44,6 +47,9 @@ def run_recipe(config):
         128
     """
     recipe = {f"model.{key}": config["model"][key] for key in ARCHITECTURE_KEYS}
+    recipe.update({f"model.{key}": config["model"][key]
+                   for key, default in LATER_ARCHITECTURE_DEFAULTS.items()
+                   if config["model"].get(key, default) != default})
     for key in VOCABULARY_KEYS:
         path = config["data"].get(key)
         if path is not None:

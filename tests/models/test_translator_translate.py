@@ -89,6 +89,43 @@ def test_decode_is_the_same_with_wider_source_padding():
         )
 
 
+def test_source_eos_encodes_each_source_with_end_of_sentence_after_its_tokens():
+    """A model with `source_eos` computes what the same weights compute on sources given
+    `</s>` explicitly (and one more length), in training and in decoding; the attention it
+    returns is over the source tokens, the `</s>` column left out."""
+    marked = tiny_translator(seed=4, source_eos=True)
+    plain = type(marked).from_config(dict(marked.get_config(), source_eos=False))
+    plain.set_weights(marked.get_weights())
+    explicit_ids = np.pad(SOURCE_IDS, [[0, 0], [0, 1]])
+    explicit_ids[np.arange(3), SOURCE_LENGTH] = END_OF_SENTENCE_ID
+    target_ids = np.array([[1, 3, 4], [1, 5, 0], [1, 6, 7]], np.int32)
+
+    def token_attention(attention, rank_padding):  # the </s> column zeroed, the last cut
+        mask = np.arange(5) < SOURCE_LENGTH.reshape([3] + [1] * rank_padding)
+        return attention[..., :5] * mask
+
+    outputs = marked({"source_ids": SOURCE_IDS, "source_length": SOURCE_LENGTH,
+                      "target_ids": target_ids})
+    expected = plain({"source_ids": explicit_ids, "source_length": SOURCE_LENGTH + 1,
+                      "target_ids": target_ids})
+    np.testing.assert_allclose(outputs["logits"], expected["logits"], atol=1e-5)
+    np.testing.assert_allclose(outputs["attention"],
+                               token_attention(expected["attention"].numpy(), 2), atol=1e-6)
+    unmarked = plain({"source_ids": SOURCE_IDS, "source_length": SOURCE_LENGTH,
+                      "target_ids": target_ids})
+    assert not np.allclose(outputs["logits"], unmarked["logits"], atol=1e-3)
+
+    sampler = BeamSampler(beam_size=2, n_best=2, max_length=12)
+    limits = {"length_ratio": 0.0, "length_offset": 12}  # the same limit for both lengths
+    hypotheses = marked.decode(SOURCE_IDS, SOURCE_LENGTH, sampler, **limits)
+    reference = plain.decode(explicit_ids, SOURCE_LENGTH + 1, sampler, **limits)
+    np.testing.assert_array_equal(hypotheses["ids"], reference["ids"])
+    np.testing.assert_allclose(hypotheses["log_probs"], reference["log_probs"], atol=1e-4)
+    assert hypotheses["alignment"].shape[-1] == 5
+    np.testing.assert_allclose(hypotheses["alignment"],
+                               token_attention(reference["alignment"].numpy(), 3), atol=1e-5)
+
+
 def test_decode_respects_the_sampler_max_length_and_the_length_arguments():
     translator = tiny_translator(seed=1)
     outputs = translator.decode(SOURCE_IDS, SOURCE_LENGTH, BeamSampler(beam_size=1, max_length=7))

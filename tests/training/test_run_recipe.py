@@ -46,6 +46,17 @@ def test_a_changed_size_or_vocabulary_is_named(run_directory):
         check_run_recipe(configuration(run_directory), resuming=True)
 
 
+def test_source_eos_is_recorded_only_when_set_so_earlier_recipes_still_match(run_directory):
+    (run_directory / "model").mkdir()
+    check_run_recipe(configuration(run_directory), resuming=False)
+    stored = json.loads((run_directory / "model" / "recipe.json").read_text())
+    assert "model.source_eos" not in stored  # as written before the option existed
+    with pytest.raises(ValueError,
+                       match=r"model\.source_eos: none in the checkpoint, True in the conf"):
+        check_run_recipe(configuration(run_directory, source_eos=True), resuming=True)
+    check_run_recipe(configuration(run_directory, source_eos=False), resuming=True)
+
+
 def test_a_run_directory_without_a_recipe_gets_one_when_it_resumes(run_directory):
     (run_directory / "model").mkdir()
     check_run_recipe(configuration(run_directory), resuming=True)
