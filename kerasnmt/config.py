@@ -479,6 +479,16 @@ _SCHEMA = {
             "The encoder reads `</s>` after each source's tokens, as fairseq's sources end "
             "(CTranslate2's `add_source_eos`); added inside the model, after preprocessing.",
         ),
+        "use_output_bias": _Option(
+            True, _Boolean(), "Whether the output projection has a bias (fairseq's has none)."
+        ),
+        "query_key_value_init_gain": _Option(
+            1.0,
+            _Number(minimum=0, closed=(False, True)),
+            "Gain of the Glorot-uniform initialization of the attention query, key and value "
+            "kernels: fairseq's 0.7071 (`1 / sqrt(2)`) gives the separate projections the "
+            "scale of one fused `[D, 3D]` kernel.",
+        ),
     },
     "params": {
         "optimizer": _Option(

@@ -268,7 +268,8 @@ def transformer_spec(translator):
         _set_layer_norm(spec.decoder.layer_norm, decoder.output_norm)
     if translator.output_layer is None:
         spec.decoder.projection.weight = _value(translator.target_embedding.embeddings)
-        spec.decoder.projection.bias = _value(translator.output_bias)
+        if translator.output_bias is not None:
+            spec.decoder.projection.bias = _value(translator.output_bias)
     else:
         _set_linear(spec.decoder.projection, translator.output_layer)
     spec.validate()

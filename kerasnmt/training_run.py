@@ -142,6 +142,8 @@ def build_translator(config):
         guided_alignment_type=params["guided_alignment_type"],
         guided_alignment_weight=params["guided_alignment_weight"],
         source_eos=model["source_eos"],
+        use_output_bias=model["use_output_bias"],
+        query_key_value_init_gain=model["query_key_value_init_gain"],
         **options,
     )
 

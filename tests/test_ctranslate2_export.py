@@ -87,7 +87,8 @@ def _teacher_forced_log_probs(translator, sources, targets):
      "maximum_relative_position": None},
     {"ffn_activation": "sigmoid", "pre_norm": False},
     {"shared_vocabulary": True, "share_embeddings": "all", "maximum_relative_position": None,
-     "pre_norm": False, "source_eos": True},
+     "pre_norm": False, "source_eos": True, "use_output_bias": False,
+     "query_key_value_init_gain": 0.5**0.5},
 ], ids=["relative-pre_norm-relu", "sinusoidal-post_norm-gelu-2_1_layers",
         "shared_all-silu-2_layers", "shared_target-tanh-sinusoidal", "sigmoid-post_norm",
         "fairseq-like-source_eos"])
@@ -95,7 +96,7 @@ def test_teacher_forced_log_probs_equal_kerasnmt(options, tmp_path):
     """Every token's log-probability (`score_batch`) equals kerasnmt's, for untrained
     models of each option the export maps: relative or sinusoidal positions, pre-norm or
     post-norm, each activation, shared embeddings, unequal encoder and decoder depths,
-    `</s>` after each source (`add_source_eos`). Unknown words map to the unknown id on both sides in both."""
+    `</s>` after each source (`add_source_eos`), no output bias. Unknown words map to the unknown id on both sides in both."""
     translator = tiny_translator(seed=5, **options)
     sources, targets = corpus(8, seed=5)
     sources = list(sources) + ["a b c d e f g h a b c d", "a z b"]

@@ -8,6 +8,7 @@ import tensorflow as tf
 from kerasnmt.data.string_arrays import string_array
 from kerasnmt.data.vocabulary import END_OF_SENTENCE_ID, START_OF_SENTENCE_ID
 from kerasnmt.layers.beam_sampler import BeamSampler
+from kerasnmt.layers.relative_multi_head_attention import RelativeMultiHeadAttention
 from kerasnmt.layers.transformer_decoder import TransformerDecoder
 from kerasnmt.layers.transformer_encoder import TransformerEncoder
 from kerasnmt.inference.translate import forget_translate_functions, translate
@@ -148,6 +149,10 @@ class Translator(keras.Model):
             sources end (CTranslate2's `add_source_eos`): added inside the model, so the
             preprocessing, the source lengths and the attention the model returns (over
             the source tokens) are the same either way.
+        use_output_bias: whether the output projection has a bias (fairseq's has none).
+        query_key_value_init_gain: the gain of the Glorot-uniform draw of the attention
+            query, key and value kernels; fairseq's `1 / sqrt(2)` (0.7071) gives separate
+            projections the scale of one fused `[D, 3D]` kernel.
         **kwargs: passed to `keras.Model` (e.g. `name`, `dtype="mixed_bfloat16"`).
 
     Examples:
@@ -195,6 +200,8 @@ class Translator(keras.Model):
         guided_alignment_type=None,
         guided_alignment_weight=1.0,
         source_eos=False,
+        use_output_bias=True,
+        query_key_value_init_gain=1.0,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -227,6 +234,8 @@ class Translator(keras.Model):
         self.guided_alignment_type = guided_alignment_type
         self.guided_alignment_weight = guided_alignment_weight
         self.source_eos = bool(source_eos)
+        self.use_output_bias = bool(use_output_bias)
+        self.query_key_value_init_gain = float(query_key_value_init_gain)
 
         self.source_vocabulary_size = preprocessor.source_lookup.vocabulary_size
         self.target_vocabulary_size = preprocessor.target_lookup.vocabulary_size
@@ -274,13 +283,16 @@ class Translator(keras.Model):
         self.output_layer = None
         if self.share_embeddings not in ("target", "all"):
             self.output_layer = keras.layers.Dense(
-                self.target_vocabulary_size, dtype=policy, name="output_layer"
+                self.target_vocabulary_size, use_bias=self.use_output_bias, dtype=policy,
+                name="output_layer",
             )
         self.accuracy_metric = keras.metrics.Mean(name="accuracy")
         self.perplexity_metric = Perplexity(name="perplexity")
         # Built here, so that a reloaded model has its weights before any call (its inputs
         # in fit are strings, which Keras cannot build a model from).
         self.build(None)
+        if self.query_key_value_init_gain != 1.0:
+            self._draw_query_key_value_kernels()
 
     @property
     def preprocessor(self):
@@ -295,10 +307,20 @@ class Translator(keras.Model):
         if self.output_layer is None:
             self.output_bias = self.add_weight(
                 name="output_bias", shape=(self.target_vocabulary_size,), initializer="zeros"
-            )
+            ) if self.use_output_bias else None
         else:
             self.output_layer.build((None, None, self.num_units))
         self.built = True
+
+    def _draw_query_key_value_kernels(self):
+        """Draws every attention's query, key and value kernels again from Glorot's uniform
+        distribution scaled by `query_key_value_init_gain` (fairseq's `1 / sqrt(2)`)."""
+        initializer = keras.initializers.VarianceScaling(
+            self.query_key_value_init_gain**2, mode="fan_avg", distribution="uniform")
+        for layer in self._flatten_layers():
+            if isinstance(layer, RelativeMultiHeadAttention):
+                for dense in (layer.query_dense, layer.key_dense, layer.value_dense):
+                    dense.kernel.assign(initializer(dense.kernel.shape, dense.kernel.dtype))
 
     # Forward pass.
 
@@ -325,6 +347,8 @@ class Translator(keras.Model):
             kernel, bias = self.output_layer.kernel, self.output_layer.bias
         else:
             kernel, bias = tf.transpose(self.target_embedding.embeddings), self.output_bias
+        if bias is None:
+            bias = tf.zeros([self.target_vocabulary_size], kernel.dtype)
         padding = -self.target_vocabulary_size % vocabulary_multiple
         if padding:
             kernel = tf.pad(kernel, [[0, 0], [0, padding]])
@@ -335,7 +359,6 @@ class Translator(keras.Model):
         if self.output_layer is not None:
             return self.output_layer(decoder_outputs)
         embeddings = tf.cast(self.target_embedding.embeddings, decoder_outputs.dtype)
-        bias = tf.cast(self.output_bias, decoder_outputs.dtype)
         # One [B*T, D] x [D, V] product: a batched matmul of [B, T, D] by the shared [V, D]
         # broadcasts the matrix, and its gradient builds a [B, V, D] tensor to sum over B
         # (twice the step time of an unshared output layer).
@@ -343,7 +366,9 @@ class Translator(keras.Model):
         logits = tf.matmul(
             tf.reshape(decoder_outputs, [-1, self.num_units]), embeddings, transpose_b=True
         )
-        return tf.reshape(logits + bias, [shape[0], shape[1], self.target_vocabulary_size])
+        if self.output_bias is not None:
+            logits += tf.cast(self.output_bias, logits.dtype)
+        return tf.reshape(logits, [shape[0], shape[1], self.target_vocabulary_size])
 
     def call(self, inputs, training=None):
         encoder_outputs, padding_mask = self.encode(
@@ -858,6 +883,8 @@ class Translator(keras.Model):
             guided_alignment_type=self.guided_alignment_type,
             guided_alignment_weight=self.guided_alignment_weight,
             source_eos=self.source_eos,
+            use_output_bias=self.use_output_bias,
+            query_key_value_init_gain=self.query_key_value_init_gain,
         )
         return config
 

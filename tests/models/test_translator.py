@@ -221,6 +221,39 @@ def test_embeddings_initializers():
         tiny_translator(embeddings_initializer="normal")
 
 
+def test_query_key_value_init_gain_scales_only_those_kernels():
+    """Glorot uniform with gain g: entries within +-g * sqrt(6 / (fan_in + fan_out)), standard
+    deviation g * sqrt(2 / (fan_in + fan_out)); the output projection keeps gain 1."""
+    gain = 0.5**0.5
+    translator = tiny_translator(num_units=64, num_heads=2, query_key_value_init_gain=gain)
+    attention = translator.encoder.transformer_layers[0].self_attention
+    for dense in (attention.query_dense, attention.key_dense, attention.value_dense):
+        kernel = dense.kernel.numpy()
+        assert np.abs(kernel).max() <= gain * math.sqrt(6 / 128)
+        assert kernel.std() == pytest.approx(gain * math.sqrt(2 / 128), rel=0.05)
+    assert attention.output_dense.kernel.numpy().std() == pytest.approx(math.sqrt(2 / 128),
+                                                                      rel=0.05)
+    restored = Translator.from_config(translator.get_config())
+    assert restored.query_key_value_init_gain == pytest.approx(gain)
+
+
+def test_without_output_bias_the_logits_are_the_projection_alone():
+    for level in ("all", "target", "none"):
+        translator = tiny_translator(shared_vocabulary=True, share_embeddings=level,
+                                     use_output_bias=False)
+        with_bias = tiny_translator(shared_vocabulary=True, share_embeddings=level)
+        assert len(with_bias.trainable_weights) - len(translator.trainable_weights) == 1
+        x, _ = _model_batch(translator, ["a b"], ["c"])
+        decoder_outputs, _ = translator.decoder(
+            translator.target_embedding(x["target_ids"]),
+            *translator.encode(x["source_ids"], x["source_length"]))
+        kernel = (translator.target_embedding.embeddings.numpy().T if level != "none"
+                  else translator.output_layer.kernel.numpy())
+        np.testing.assert_allclose(translator(x)["logits"], decoder_outputs.numpy() @ kernel,
+                                   atol=1e-5)
+        assert Translator.from_config(translator.get_config()).use_output_bias is False
+
+
 def test_loss_is_summed_cross_entropy_plus_guided_alignment_over_target_tokens():
     """The training loss, against a NumPy computation of OpenNMT-tf's definition."""
     translator = tiny_translator(label_smoothing=0.1, guided_alignment_type="ce",

@@ -42,9 +42,12 @@ def _teacher_forced_log_probs(translator, source_ids, source_length, hypotheses,
     return expected
 
 
-@pytest.mark.parametrize("beam_size", [1, 3])
-def test_decode_log_probs_equal_the_full_model_score_and_lengths_stop_at_the_limit(beam_size):
-    translator = tiny_translator(seed=1)
+@pytest.mark.parametrize("beam_size, options", [
+    (1, {}), (3, {}), (3, {"share_embeddings": "target", "use_output_bias": False}),
+], ids=["greedy", "beam_3", "beam_3-no_output_bias"])
+def test_decode_log_probs_equal_the_full_model_score_and_lengths_stop_at_the_limit(beam_size,
+                                                                                   options):
+    translator = tiny_translator(seed=1, **options)
     sampler = BeamSampler(beam_size=beam_size, n_best=beam_size, length_penalty=0.6)
     hypotheses = translator.decode(SOURCE_IDS, SOURCE_LENGTH, sampler)
     limits = 2 * SOURCE_LENGTH + 10  # the default length_ratio=2, length_offset=10
