@@ -142,11 +142,13 @@ def export_ctranslate2(
             "num_hypotheses": sampler.n_best,
             "sampling_topk": sampler.top_k,
             "sampling_temperature": sampler.temperature,
-            "max_input_length": maximum_source_length,
+            # CTranslate2 adds </s> (add_source_eos) before it cuts to this length.
+            "max_input_length": maximum_source_length + translator.source_eos,
             "max_decoding_length": sampler.max_length,
             "min_decoding_length": sampler.min_length,
             "replace_unknowns": replace_unknown_target,
         },
+        "maximum_source_length": maximum_source_length,
         "decoding_length_ratio": length_ratio,
         "decoding_length_offset": length_offset,
     }
@@ -300,16 +302,16 @@ def translate_batch_options(options, source_length):
         `options["translate_batch"]` with that sentence's `max_decoding_length`.
 
     Examples:
-        >>> options = {"translate_batch": {"max_input_length": 256, "max_decoding_length": 250,
-        ...                                "min_decoding_length": 0},
-        ...            "decoding_length_ratio": 2.0, "decoding_length_offset": 10}
+        >>> options = {"translate_batch": {"max_decoding_length": 250, "min_decoding_length": 0},
+        ...            "maximum_source_length": 256, "decoding_length_ratio": 2.0,
+        ...            "decoding_length_offset": 10}
         >>> translate_batch_options(options, 7)["max_decoding_length"]  # 2 * 7 + 10
         24
         >>> translate_batch_options(options, 300)["max_decoding_length"]  # capped
         250
     """
     arguments = dict(options["translate_batch"])
-    length = min(source_length, arguments["max_input_length"])
+    length = min(source_length, options["maximum_source_length"])
     # In float32, as kerasnmt.inference.widths.decoding_length_limit computes it.
     scaled = math.floor(np.float32(options["decoding_length_ratio"]) * np.float32(length))
     limit = max(arguments["min_decoding_length"], scaled + options["decoding_length_offset"])

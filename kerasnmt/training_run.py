@@ -67,7 +67,11 @@ from kerasnmt.training.distribution import (
 from kerasnmt.training.optimizer_step import optimizer_step
 from kerasnmt.training.precision import choose_precision
 from kerasnmt.training.readable_checkpoint import checkpoint_damage, newest_readable_checkpoint
-from kerasnmt.training.run_recipe import check_run_recipe
+from kerasnmt.training.run_recipe import (
+    check_checkpoint_recipe,
+    check_run_recipe,
+    copy_run_recipe,
+)
 
 # What a configuration must set to build a model, and to train it.
 MODEL_KEYS = ("data.source_vocabulary", "data.target_vocabulary")
@@ -331,6 +335,7 @@ def restore_translator(config, checkpoint=None):
         `(translator, checkpoint_path)`.
     """
     path = latest_checkpoint(config, checkpoint)
+    check_checkpoint_recipe(config, path)
     translator = build_translator(config)
     try:
         status = tf.train.Checkpoint(model=translator).restore(path)
@@ -900,6 +905,7 @@ def average_run_checkpoints(config, translator=None, max_count=None, output_dir=
         tf.train.Checkpoint(model=translator), output_dir, max_to_keep=1
     )
     path = manager.save(checkpoint_number=_step_of(paths[0]))
+    copy_run_recipe(model_dir, output_dir)
     print(f"Averaged {len(paths)} checkpoints ({', '.join(os.path.basename(p) for p in paths)}) "
           f"into {path}", flush=True)
     return path

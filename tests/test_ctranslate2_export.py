@@ -113,18 +113,22 @@ def test_teacher_forced_log_probs_equal_kerasnmt(options, tmp_path):
 
 
 @pytest.fixture(scope="module", params=[
-    {},
-    {"maximum_relative_position": None, "share_embeddings": "target"},
-], ids=["relative", "sinusoidal-shared_target"])
+    ({}, 20),
+    ({"maximum_relative_position": None, "share_embeddings": "target"}, 20),
+    ({"maximum_relative_position": None, "share_embeddings": "target", "pre_norm": False,
+      "source_eos": True, "use_output_bias": False}, 80),
+], ids=["relative", "sinusoidal-shared_target", "fairseq-like-source_eos"])
 def trained(request, tmp_path_factory):
-    """A tiny model trained for 20 steps, and its float32 export: with relative positions,
-    and with sinusoidal positions and the output layer shared with the target embeddings
-    (as examples/multi30k_tiny)."""
+    """A tiny model trained for a few steps, and its float32 export: with relative
+    positions; with sinusoidal positions and the output layer shared with the target
+    embeddings (as examples/multi30k_tiny); and as fairseq's models are (post-norm, `</s>`
+    after each source, no output bias: 80 steps, where 20 leave most translations empty)."""
+    options, steps = request.param
     sources, targets = corpus(40)
-    translator = tiny_translator(seed=1, **request.param)
+    translator = tiny_translator(seed=1, **options)
     translator.compile(optimizer=keras.optimizers.Adam(0.01), jit_compile=False)
     translator.fit(sources, targets, batch_size=20, length_bucket_width=None, epochs=1,
-                   steps_per_epoch=20, verbose=0)
+                   steps_per_epoch=steps, verbose=0)
     path = export_ctranslate2(translator, tmp_path_factory.mktemp("trained") / "ct2",
                               sampler=BeamSampler(max_length=MAX_LENGTH))
     return translator, path
@@ -155,6 +159,26 @@ def test_greedy_translations_equal_kerasnmt_token_for_token(trained):
         SENTENCES, sampler=sampler, jit_compile=False)
 
 
+def test_sources_longer_than_the_maximum_are_cut_alike(trained, tmp_path):
+    """kerasnmt keeps a source's first `maximum_source_length` tokens (then `</s>` with
+    `source_eos`); CTranslate2 cuts to `max_input_length` after adding `</s>`, so the export
+    leaves room for it: both translate the cut sources alike."""
+    translator, _ = trained
+    sampler = BeamSampler(beam_size=1, max_length=MAX_LENGTH)
+    path = export_ctranslate2(translator, tmp_path / "ct2", sampler=sampler,
+                              maximum_source_length=3)
+    sentences = ["a b c d e f", "h g f e d c b", "c c c c", "b a"]
+    expected = [n_best[0]["tokens"] for n_best in translator.translate(
+        sentences, sampler=sampler, maximum_source_length=3, return_details=True,
+        jit_compile=False)]
+    cut = [n_best[0]["tokens"] for n_best in translator.translate(
+        [" ".join(sentence.split()[:3]) for sentence in sentences], sampler=sampler,
+        return_details=True, jit_compile=False)]
+    assert expected == cut
+    results = _translate_with_ctranslate2(path, sentences, beam_size=1)
+    assert [tokens for tokens, _ in results] == expected
+
+
 def test_beam_search_without_length_penalty_equals_kerasnmt(trained):
     """Beam 4 without penalties: the best hypothesis of both is the first to finish at the
     top of the beam. (Not guaranteed on every input: kerasnmt, as OpenNMT-tf, keeps
@@ -172,7 +196,9 @@ def test_beam_search_with_length_penalty_differs_only_by_its_length_normalizatio
     """Beam 4, length penalty 0.6: the two length penalties are different functions, and
     no option of either makes them one. kerasnmt ranks every step's candidates by
     OpenNMT-tf's GNMT score `log_prob / ((5 + length) / 6) ** alpha`, `length` counting
-    `</s>` (plus one once finished, OpenNMT-tf's rule); CTranslate2 ranks by `log_prob`
+    `</s>` (plus one once finished, OpenNMT-tf's rule; a sentence's length limit forces
+    `</s>`, so only a hypothesis cut at the sampler's `max_length` counts neither);
+    CTranslate2 ranks by `log_prob`
     and divides a finished hypothesis by `length ** alpha` (`</s>` counted) at the end.
     Both scores are checked against these formulas on the model's own log-probabilities;
     where the translations differ, each runtime's choice is the better one by its own
@@ -195,8 +221,9 @@ def test_beam_search_with_length_penalty_differs_only_by_its_length_normalizatio
             log_probs = model.score_batch([source], [hypothesis])[0].log_probs
             return sum(log_probs if len(hypothesis) < limit else log_probs[:-1])
 
-        def kerasnmt_score(hypothesis):
-            return log_prob(hypothesis) / ((5 + len(hypothesis) + 2) / 6) ** LENGTH_PENALTY
+        def kerasnmt_score(hypothesis):  # finished, unless cut at the sampler's max_length
+            length = len(hypothesis) + 2 * (len(hypothesis) < MAX_LENGTH)
+            return log_prob(hypothesis) / ((5 + length) / 6) ** LENGTH_PENALTY
 
         def ctranslate2_score(hypothesis):
             length = len(hypothesis) + (len(hypothesis) < limit)
@@ -240,6 +267,7 @@ def test_the_decoding_options_are_written_as_translate_batch_arguments(tmp_path)
             "max_input_length": 12, "max_decoding_length": 40, "min_decoding_length": 2,
             "replace_unknowns": True,
         },
+        "maximum_source_length": 12,
         "decoding_length_ratio": 1.5,
         "decoding_length_offset": 4,
         "source_tokenizer": {"type": "whitespace"},

@@ -3,6 +3,8 @@
 import contextlib
 import io
 import os
+import pathlib
+import shutil
 import sys
 
 import ctranslate2
@@ -348,6 +350,17 @@ def test_usage_and_input_errors(trained_run, capsys, tmp_path):
     other["model_dir"] = str(directory / "model")
     other_path = write_config(directory, other, name="other.yml")
     status, out, err = run_cli(capsys, "export", tmp_path / "y", "--config", other_path)
+    assert status == 2 and ("was trained with another model than the configuration's: "
+                            "model.num_units: 16 in the checkpoint, 32 in the configuration"
+                            ) in err
+    assert not (tmp_path / "y").exists()
+    # A checkpoint without its run's recipe beside it: restoring it finds the other shapes.
+    latest = tf.train.latest_checkpoint(str(directory / "model"))
+    (tmp_path / "bare").mkdir()
+    for file in pathlib.Path(latest).parent.glob(pathlib.Path(latest).name + ".*"):
+        shutil.copy(file, tmp_path / "bare")
+    status, out, err = run_cli(capsys, "export", tmp_path / "y", "--config", other_path,
+                               "--checkpoint", tmp_path / "bare" / pathlib.Path(latest).name)
     assert status == 2 and "does not match the model of the configuration" in err
     assert not (tmp_path / "y").exists()
 

@@ -117,7 +117,7 @@ class Translator(keras.Model):
 
     Model inputs (what `call` takes, after preprocessing): `{"source_ids": [B, S],
     "source_length": [B], "target_ids": [B, T]}`; outputs `{"logits": [B, T, V],
-    "attention": [B, T, S]}`.
+    "attention": [B, T, S']}` (`S' = S + 1` with `source_eos`, see `encode`).
 
     Args:
         preprocessor: a `kerasnmt.layers.TranslationPreprocessor`; its vocabularies set the
@@ -146,9 +146,10 @@ class Translator(keras.Model):
         guided_alignment_type: `None`, `"ce"` or `"mse"`.
         guided_alignment_weight: the weight of the guided alignment cost.
         source_eos: the encoder reads `</s>` after each source's tokens, as fairseq's
-            sources end (CTranslate2's `add_source_eos`): added inside the model, so the
-            preprocessing, the source lengths and the attention the model returns (over
-            the source tokens) are the same either way.
+            sources end (CTranslate2's `add_source_eos`). It is added inside the model, so
+            the preprocessing and the source lengths are the same either way; `call`
+            (and so the guided alignment cost) and the step function attend over the
+            `S + 1` positions, and `decode` returns alignments over the `S` tokens.
         use_output_bias: whether the output projection has a bias (fairseq's has none).
         query_key_value_init_gain: the gain of the Glorot-uniform draw of the attention
             query, key and value kernels; fairseq's `1 / sqrt(2)` (0.7071) gives separate
@@ -344,11 +345,11 @@ class Translator(keras.Model):
         """The output layer as `(kernel [D, V'], bias [V'])`, `V` rounded up to a multiple
         of `vocabulary_multiple` (added columns: zero kernel, -1e9 bias)."""
         if self.output_layer is not None:
-            kernel, bias = self.output_layer.kernel, self.output_layer.bias
+            kernel, bias = _float_kernel(self.output_layer), self.output_layer.bias
         else:
             kernel, bias = tf.transpose(self.target_embedding.embeddings), self.output_bias
         if bias is None:
-            bias = tf.zeros([self.target_vocabulary_size], kernel.dtype)
+            bias = tf.zeros([self.target_vocabulary_size], tf.float32)
         padding = -self.target_vocabulary_size % vocabulary_multiple
         if padding:
             kernel = tf.pad(kernel, [[0, 0], [0, padding]])
@@ -381,8 +382,6 @@ class Translator(keras.Model):
             encoder_padding_mask=padding_mask,
             training=training,
         )
-        if self.source_eos:
-            attention = _token_attention(attention, inputs["source_length"])
         return {"logits": self._logits(decoder_outputs), "attention": attention}
 
     # Incremental decoding, the API a BeamSampler drives.
@@ -409,7 +408,8 @@ class Translator(keras.Model):
 
         Returns:
             `(step_fn, initial_state)`: `step_fn(ids [B*K], step, state) -> (logits [B*K, V]
-            float32, attention [B*K, S], new_state)`; `initial_state` has batch size `B`.
+            float32, attention [B*K, S'], new_state)` (`S'` as `encode`'s); `initial_state`
+            has batch size `B`.
         """
         kernel, bias = self._output_projection(vocabulary_multiple)
         caches = self.decoder.initial_cache(encoder_outputs, max_length)
@@ -903,6 +903,17 @@ def _without_attention(step_fn):
         return logits, None, state
 
     return step_without_attention
+
+
+def _float_kernel(dense):
+    """The kernel of a `Dense` layer in float, Keras' int8 quantization undone (int8 values
+    divided by the scale of their output column, as the layer's own call does)."""
+    if dense.quantization_mode is None:
+        return dense.kernel
+    if dense.quantization_mode != "int8":
+        raise ValueError(f"Translator: the output layer is quantized to "
+                         f"{dense.quantization_mode}; decoding reads int8 or float kernels")
+    return tf.cast(dense._kernel, tf.float32) / dense.kernel_scale
 
 
 def _end_marked(source_ids, source_length):

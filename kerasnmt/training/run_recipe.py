@@ -3,6 +3,7 @@
 import hashlib
 import json
 import os
+import shutil
 
 from kerasnmt.data.result_file import result_file
 
@@ -75,14 +76,7 @@ def check_run_recipe(config, resuming):
     path = os.path.join(config["model_dir"], RECIPE_FILE)
     recipe = run_recipe(config)
     if resuming and os.path.exists(path):
-        with open(path, encoding="utf-8") as file:
-            stored = json.load(file)
-        differences = [
-            f"{key}: {_describe(stored.get(key))} in the checkpoint, "
-            f"{_describe(recipe.get(key))} in the configuration"
-            for key in sorted(set(stored) | set(recipe))
-            if stored.get(key) != recipe.get(key)
-        ]
+        differences = _differences(_stored_recipe(path), recipe)
         if differences:
             raise ValueError(
                 f"{config['model_dir']} was trained with another recipe, so training cannot "
@@ -92,6 +86,55 @@ def check_run_recipe(config, resuming):
         return
     with result_file(path) as file:
         json.dump(recipe, file, indent=2)
+
+
+def check_checkpoint_recipe(config, checkpoint):
+    """Refuses to restore a checkpoint with a configuration of another architecture.
+
+    The recipe of the run that wrote `checkpoint` (the `recipe.json` beside it: in its
+    `model_dir`, or copied into a directory of averaged checkpoints) must have the
+    configuration's `model.*` values. A difference that changes no weight shape, such
+    as `model.source_eos`, would otherwise restore cleanly and translate wrongly. A
+    checkpoint with no recipe beside it is not checked.
+
+    Raises:
+        ValueError: naming the checkpoint and each key that differs.
+    """
+    path = os.path.join(os.path.dirname(os.fspath(checkpoint)), RECIPE_FILE)
+    if not os.path.exists(path):
+        return
+    architecture = {key: value for key, value in run_recipe(config).items()
+                    if key.startswith("model.")}
+    stored = {key: value for key, value in _stored_recipe(path).items()
+              if key.startswith("model.")}
+    differences = _differences(stored, architecture)
+    if differences:
+        raise ValueError(
+            f"{checkpoint} was trained with another model than the configuration's: "
+            f"{'; '.join(differences)}. Restore those settings in the model section"
+        )
+
+
+def copy_run_recipe(model_dir, directory):
+    """Copies `model_dir`'s recipe (if any) into `directory`, which holds checkpoints made
+    from that run's weights (averaged)."""
+    path = os.path.join(model_dir, RECIPE_FILE)
+    if os.path.exists(path):
+        shutil.copyfile(path, os.path.join(directory, RECIPE_FILE))
+
+
+def _stored_recipe(path):
+    with open(path, encoding="utf-8") as file:
+        return json.load(file)
+
+
+def _differences(stored, recipe):
+    return [
+        f"{key}: {_describe(stored.get(key))} in the checkpoint, "
+        f"{_describe(recipe.get(key))} in the configuration"
+        for key in sorted(set(stored) | set(recipe))
+        if stored.get(key) != recipe.get(key)
+    ]
 
 
 def _describe(value):

@@ -94,29 +94,28 @@ def test_decode_is_the_same_with_wider_source_padding():
 
 def test_source_eos_encodes_each_source_with_end_of_sentence_after_its_tokens():
     """A model with `source_eos` computes what the same weights compute on sources given
-    `</s>` explicitly (and one more length), in training and in decoding; the attention it
-    returns is over the source tokens, the `</s>` column left out."""
-    marked = tiny_translator(seed=4, source_eos=True)
+    `</s>` explicitly (and one more length): the logits, the attention over the `S + 1`
+    positions and the guided alignment cost in training (a reference alignment gives
+    `</s>` nothing); in decoding, the same hypotheses, with alignments over the source
+    tokens only (the `</s>` column left out)."""
+    marked = tiny_translator(seed=4, source_eos=True, guided_alignment_type="ce")
     plain = type(marked).from_config(dict(marked.get_config(), source_eos=False))
     plain.set_weights(marked.get_weights())
     explicit_ids = np.pad(SOURCE_IDS, [[0, 0], [0, 1]])
     explicit_ids[np.arange(3), SOURCE_LENGTH] = END_OF_SENTENCE_ID
     target_ids = np.array([[1, 3, 4], [1, 5, 0], [1, 6, 7]], np.int32)
+    x = {"source_ids": SOURCE_IDS, "source_length": SOURCE_LENGTH, "target_ids": target_ids}
+    explicit_x = dict(x, source_ids=explicit_ids, source_length=SOURCE_LENGTH + 1)
+    y = {"ids_out": np.array([[3, 4, 2], [5, 2, 0], [6, 7, 2]], np.int32),
+         "length": np.array([3, 2, 3], np.int32),
+         "alignment": np.eye(2, 5, dtype=np.float32)[np.newaxis].repeat(3, 0)}
 
-    def token_attention(attention, rank_padding):  # the </s> column zeroed, the last cut
-        mask = np.arange(5) < SOURCE_LENGTH.reshape([3] + [1] * rank_padding)
-        return attention[..., :5] * mask
-
-    outputs = marked({"source_ids": SOURCE_IDS, "source_length": SOURCE_LENGTH,
-                      "target_ids": target_ids})
-    expected = plain({"source_ids": explicit_ids, "source_length": SOURCE_LENGTH + 1,
-                      "target_ids": target_ids})
+    outputs, expected = marked(x), plain(explicit_x)
     np.testing.assert_allclose(outputs["logits"], expected["logits"], atol=1e-5)
-    np.testing.assert_allclose(outputs["attention"],
-                               token_attention(expected["attention"].numpy(), 2), atol=1e-6)
-    unmarked = plain({"source_ids": SOURCE_IDS, "source_length": SOURCE_LENGTH,
-                      "target_ids": target_ids})
-    assert not np.allclose(outputs["logits"], unmarked["logits"], atol=1e-3)
+    np.testing.assert_allclose(outputs["attention"], expected["attention"], atol=1e-6)
+    np.testing.assert_allclose(marked.compute_loss(x, y, outputs),
+                               plain.compute_loss(explicit_x, y, expected), rtol=1e-6)
+    assert not np.allclose(outputs["logits"], plain(x)["logits"], atol=1e-3)
 
     sampler = BeamSampler(beam_size=2, n_best=2, max_length=12)
     limits = {"length_ratio": 0.0, "length_offset": 12}  # the same limit for both lengths
@@ -124,9 +123,24 @@ def test_source_eos_encodes_each_source_with_end_of_sentence_after_its_tokens():
     reference = plain.decode(explicit_ids, SOURCE_LENGTH + 1, sampler, **limits)
     np.testing.assert_array_equal(hypotheses["ids"], reference["ids"])
     np.testing.assert_allclose(hypotheses["log_probs"], reference["log_probs"], atol=1e-4)
-    assert hypotheses["alignment"].shape[-1] == 5
+    tokens = np.arange(5) < SOURCE_LENGTH[:, None, None, None]
     np.testing.assert_allclose(hypotheses["alignment"],
-                               token_attention(reference["alignment"].numpy(), 3), atol=1e-5)
+                               reference["alignment"].numpy()[..., :5] * tokens, atol=1e-5)
+
+
+@pytest.mark.filterwarnings("ignore:Layer .* does not have a `quantize` method")
+def test_decode_reads_an_int8_output_layer_as_the_layer_computes_it():
+    """After Keras' int8 quantization the output layer holds int8 values and a scale per
+    column; decoding's projection must undo the scale as the layer's own call does (which
+    also rounds its inputs to int8: hence the 2% tolerance, where a raw int8 kernel is off
+    by two orders of magnitude)."""
+    translator = tiny_translator(seed=1)
+    translator.quantize("int8")
+    assert translator.output_layer.quantization_mode == "int8"
+    hypotheses = translator.decode(SOURCE_IDS, SOURCE_LENGTH, BeamSampler(beam_size=1))
+    expected = _teacher_forced_log_probs(
+        translator, SOURCE_IDS, SOURCE_LENGTH, hypotheses, 2 * SOURCE_LENGTH + 10)
+    np.testing.assert_allclose(hypotheses["log_probs"], expected, rtol=0.02)
 
 
 def test_decode_respects_the_sampler_max_length_and_the_length_arguments():

@@ -3,7 +3,12 @@ import json
 import pytest
 
 from kerasnmt.config import load_config
-from kerasnmt.training.run_recipe import check_run_recipe, run_recipe
+from kerasnmt.training.run_recipe import (
+    check_checkpoint_recipe,
+    check_run_recipe,
+    copy_run_recipe,
+    run_recipe,
+)
 from tests.run_fixtures import tiny_run, write_config, write_corpus
 
 
@@ -55,6 +60,28 @@ def test_source_eos_is_recorded_only_when_set_so_earlier_recipes_still_match(run
                        match=r"model\.source_eos: none in the checkpoint, True in the conf"):
         check_run_recipe(configuration(run_directory, source_eos=True), resuming=True)
     check_run_recipe(configuration(run_directory, source_eos=False), resuming=True)
+
+
+def test_restoring_a_checkpoint_checks_the_model_section_of_its_run(run_directory, tmp_path):
+    """Translation and export restore through the same check: `source_eos` changes no
+    weight, so only the recipe tells that the checkpoint was trained with it."""
+    model_dir = run_directory / "model"
+    model_dir.mkdir()
+    check_run_recipe(configuration(run_directory, source_eos=True), resuming=False)
+    checkpoint = model_dir / "ckpt-5"
+    check_checkpoint_recipe(configuration(run_directory, source_eos=True, dropout=0.3),
+                            checkpoint)
+    with pytest.raises(ValueError) as error:
+        check_checkpoint_recipe(configuration(run_directory), checkpoint)
+    assert str(error.value).startswith(
+        f"{checkpoint} was trained with another model than the configuration's: "
+        "model.source_eos: True in the checkpoint, none in the configuration.")
+    averaged = tmp_path / "avg"
+    averaged.mkdir()
+    check_checkpoint_recipe(configuration(run_directory), averaged / "ckpt-5")  # no recipe
+    copy_run_recipe(model_dir, averaged)
+    with pytest.raises(ValueError, match="model.source_eos: True in the checkpoint"):
+        check_checkpoint_recipe(configuration(run_directory), averaged / "ckpt-5")
 
 
 def test_a_run_directory_without_a_recipe_gets_one_when_it_resumes(run_directory):
