@@ -925,14 +925,12 @@ def _end_marked(source_ids, source_length):
     return tf.where(end, END_OF_SENTENCE_ID, ids), source_length + 1
 
 
-def _token_attention(attention, source_length):
-    """Attention `[B, ..., S + 1]` over `</s>`-marked sources -> `[B, ..., S]` over their
-    tokens: the last column cut, each sentence's `</s>` column zeroed."""
-    width = tf.shape(attention)[-1] - 1
-    mask = tf.sequence_mask(source_length, width, dtype=attention.dtype)
-    mask = tf.reshape(mask, tf.concat(
-        [tf.shape(mask)[:1], tf.ones([attention.shape.rank - 2], tf.int32), [width]], 0))
-    return attention[..., :-1] * mask
+def _token_attention(alignment, source_length):
+    """Decoded alignments `[B, n, T, S + 1]` over `</s>`-marked sources -> `[B, n, T, S]`
+    over their tokens: the last column cut, each sentence's `</s>` column zeroed."""
+    width = tf.shape(alignment)[-1] - 1
+    tokens = tf.sequence_mask(source_length, width, dtype=alignment.dtype)
+    return alignment[..., :-1] * tokens[:, tf.newaxis, tf.newaxis]
 
 
 def _fit_alignment(alignment, attention_shape):

@@ -47,15 +47,23 @@ def run_recipe(config):
         ...     "data": {}})["model.num_units"]
         128
     """
-    recipe = {f"model.{key}": config["model"][key] for key in ARCHITECTURE_KEYS}
-    recipe.update({f"model.{key}": config["model"][key]
-                   for key, default in LATER_ARCHITECTURE_DEFAULTS.items()
-                   if config["model"].get(key, default) != default})
+    recipe = _architecture(config)
     for key in VOCABULARY_KEYS:
         path = config["data"].get(key)
         if path is not None:
             recipe[f"data.{key}"] = _file_digest(path)
     return recipe
+
+
+def _architecture(config):
+    """The `model.*` part of `run_recipe` (no file is read)."""
+    model = config["model"]
+    architecture = {f"model.{key}": model[key] for key in ARCHITECTURE_KEYS}
+    for key, default in LATER_ARCHITECTURE_DEFAULTS.items():
+        value = model.get(key, default)
+        if value != default:
+            architecture[f"model.{key}"] = value
+    return architecture
 
 
 def check_run_recipe(config, resuming):
@@ -103,11 +111,9 @@ def check_checkpoint_recipe(config, checkpoint):
     path = os.path.join(os.path.dirname(os.fspath(checkpoint)), RECIPE_FILE)
     if not os.path.exists(path):
         return
-    architecture = {key: value for key, value in run_recipe(config).items()
-                    if key.startswith("model.")}
     stored = {key: value for key, value in _stored_recipe(path).items()
               if key.startswith("model.")}
-    differences = _differences(stored, architecture)
+    differences = _differences(stored, _architecture(config))
     if differences:
         raise ValueError(
             f"{checkpoint} was trained with another model than the configuration's: "
@@ -120,7 +126,9 @@ def copy_run_recipe(model_dir, directory):
     from that run's weights (averaged)."""
     path = os.path.join(model_dir, RECIPE_FILE)
     if os.path.exists(path):
-        shutil.copyfile(path, os.path.join(directory, RECIPE_FILE))
+        with result_file(os.path.join(directory, RECIPE_FILE), binary=True) as copy, \
+                open(path, "rb") as recipe:
+            shutil.copyfileobj(recipe, copy)
 
 
 def _stored_recipe(path):
