@@ -3,6 +3,7 @@ loading without Keras or kerasnmt, `saved_model_cli`, XLA buckets, atomic writes
 warm-up file."""
 
 import base64
+import gc
 import json
 import os
 import pathlib
@@ -199,6 +200,7 @@ def test_translate_after_keras_int8_quantization_equals_its_export(tmp_path):
     float_details = translator.translate(SENTENCES, sampler=sampler, return_details=True,
                                          jit_compile=False)
     translator.quantize("int8")
+    assert gc.get_freeze_count() == 0  # quantize froze the older objects only meanwhile
     expected = translator.translate(SENTENCES, sampler=sampler, return_details=True,
                                     jit_compile=False)
     float_scores = [[h["score"] for h in n] for n in float_details]
