@@ -41,10 +41,10 @@ from kerasnmt.layers import (
 from kerasnmt.models import Translator
 from kerasnmt.serving_warmup import WARMUP_FILE, warm_up
 from tests.models.translator_fixtures import tiny_translator
-from tests.saved_model_process import run_without_keras
+from tests.saved_model_process import run_all_without_keras
 
 # Long tests (training, exports, decoding): run first (tests/conftest.py).
-pytestmark = pytest.mark.heavy(205)
+pytestmark = pytest.mark.heavy(175)
 
 REPOSITORY = pathlib.Path(__file__).resolve().parents[1]
 QUICKSTART_DATA = REPOSITORY / "examples" / "quickstart" / "data"
@@ -131,8 +131,9 @@ def _details(translator, sentences, **options):
                                 jit_compile=False, **options)
 
 
-def _translations(translator, sentences):
-    return translator.translate(sentences, sampler=_sampler(), jit_compile=False)
+def _translations(translator, sentences, **options):
+    """The best translations of `_details` (whose traced functions the other tests share)."""
+    return [n_best[0]["text"] for n_best in _details(translator, sentences, **options)]
 
 
 def test_signatures_equal_translate(whitespace_export, whitespace_model):
@@ -171,11 +172,12 @@ def test_signatures_equal_translate(whitespace_export, whitespace_model):
             assert not alignments[i, k, rows:].any() and not alignments[i, k, :, columns:].any()
 
 
-def test_a_compact_batch_export_equals_translate(tmp_path):
+def test_a_compact_batch_export_equals_translate(whitespace_export, tmp_path):
     """BeamSampler(compact_batch=True) in the SavedModel (batch size unknown when tracing;
     without XLA here: the sampler's tests compile that case): 10 sentences in chunks of 8
-    (compacted to 2 and 1), then 1."""
-    translator = tiny_translator(seed=3)
+    (compacted to 2 and 1), then 1. The fixture's translator: `translate` decodes with
+    the function test_each_sentence_is_decoded_at_the_width_of_its_own_bucket traces."""
+    translator, _ = whitespace_export
     sampler = BeamSampler(beam_size=2, n_best=2, length_penalty=0.6, max_length=20,
                           compact_batch=True)
     path = translator.export(tmp_path / "compact", sampler=sampler, maximum_source_length=8,
@@ -214,11 +216,11 @@ def test_translate_after_keras_int8_quantization_equals_its_export(tmp_path):
     np.testing.assert_allclose(outputs["scores"], scores, atol=1e-4)
 
 
-def test_a_shortlist_export_equals_translate(tmp_path):
+def test_a_shortlist_export_equals_translate(whitespace_export, tmp_path):
     """The SavedModel finds each chunk's shortlist in its graph: the translations and
     scores of `translate` with the shortlist, for a batch whose shortlist fits its width
     (7 ids) and one decoded over the whole vocabulary (9 ids, more than 8)."""
-    translator = tiny_translator(seed=3)
+    translator, _ = whitespace_export
     shortlist = LexicalShortlist({3: [7, 9], 4: [8], 5: [11], 6: [10]}, always=[6], width=8)
     sampler = _sampler()
     path = translator.export(tmp_path / "shortlist", sampler=sampler, maximum_source_length=8,
@@ -271,7 +273,8 @@ def test_bad_inputs_do_not_crash_the_loaded_model(whitespace_export, whitespace_
     np.testing.assert_array_equal(outputs["score"][:3], [0.0, 0.0, 0.0])
     # A long sentence is cut to its first maximum_source_length tokens; bytes that are
     # not UTF-8 become U+FFFD (here an unknown token).
-    assert translations[3:] == _translations(translator, [first_tokens, "a \ufffd b", "d e"])
+    assert translations[3:] == _translations(translator, [first_tokens, "a \ufffd b", "d e"],
+                                             batch_size=BATCH_SIZE)
 
 
 def _not_a_batch(shape):
@@ -427,21 +430,26 @@ def test_decoding_is_xla_compiled_once_per_source_width(whitespace_export):
     assert widths == [8, 12]
 
 
-@pytest.mark.parametrize("flavour", ["whitespace", "sentencepiece"])
-def test_a_copy_runs_in_a_process_without_keras_or_kerasnmt(
-    flavour, whitespace_export, sentencepiece_export, tmp_path
-):
-    translator, path = whitespace_export if flavour == "whitespace" else sentencepiece_export
-    sentences = (SENTENCES if flavour == "whitespace"
-                 else RAW_SENTENCES[:2])
-    copy = tmp_path / "copied" / "7"
-    shutil.copytree(path, copy)  # self-contained: nothing outside the directory is read
-    outputs = run_without_keras(copy, sentences, SERVING_SIGNATURE, tmp_path,
-                                sentencepiece=flavour == "sentencepiece")
-    expected = _details(translator, sentences)
-    decoded = [base64.b64decode(text).decode() for text in outputs["translation"]]
-    assert decoded == [n_best[0]["text"] for n_best in expected]
-    np.testing.assert_allclose(outputs["score"], [n[0]["score"] for n in expected], atol=1e-4)
+def test_copies_run_in_a_process_without_keras_or_kerasnmt(whitespace_export,
+                                                          sentencepiece_export, tmp_path):
+    """A copy of each export (self-contained: nothing outside its directory is read) runs in
+    one process where Keras, kerasnmt and TensorFlow Text cannot be imported, the
+    whitespace one before the SentencePiece op library is loaded for the other, and
+    translates as `translate` does."""
+    runs = [("whitespace", whitespace_export, SENTENCES),
+            ("sentencepiece", sentencepiece_export, RAW_SENTENCES[:2])]
+    requests = []
+    for flavour, (_, path), sentences in runs:
+        copy = tmp_path / flavour / "7"
+        shutil.copytree(path, copy)
+        requests.append((copy, sentences, flavour == "sentencepiece"))
+    results = run_all_without_keras(requests, SERVING_SIGNATURE, tmp_path)
+    for (_, (translator, _), sentences), outputs in zip(runs, results):
+        expected = _details(translator, sentences)
+        decoded = [base64.b64decode(text).decode() for text in outputs["translation"]]
+        assert decoded == [n_best[0]["text"] for n_best in expected]
+        np.testing.assert_allclose(outputs["score"], [n[0]["score"] for n in expected],
+                                   atol=1e-4)
 
 
 def _saved_model_cli_run(path, sentences, tmp_path, sentencepiece=False):
@@ -514,8 +522,13 @@ def _files(path):
     return {p.relative_to(path): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
 
 
-def test_a_failed_export_leaves_the_previous_one_intact(whitespace_export, tmp_path,
-                                                        monkeypatch):
+def test_a_failed_export_leaves_the_previous_one_intact_and_the_next_cleans_up(
+        whitespace_export, tmp_path, monkeypatch):
+    """A failed export leaves the previous one byte for byte and no temporary directory. A
+    killed export leaves `.1.tmp-*`; the next successful export of `1` replaces the
+    previous one and removes that, leaving nothing else of its own behind, and another
+    path's partial directory and an `.old-*` one (possibly the last complete export)
+    alone."""
     translator, exported = whitespace_export
     path = tmp_path / "ende" / "1"
     shutil.copytree(exported, path)
@@ -536,25 +549,15 @@ def test_a_failed_export_leaves_the_previous_one_intact(whitespace_export, tmp_p
     assert _files(path) == before
     assert os.listdir(path.parent) == ["1"]  # no temporary directory left
 
-    # A successful export replaces it, and leaves nothing else behind.
-    export_translator(translator, path, sampler=BeamSampler(beam_size=1, max_length=20),
-                      maximum_source_length=8, jit_compile=False)
-    assert os.listdir(path.parent) == ["1"] and _files(path) != before
-    greedy = _loaded(path).signatures[N_BEST_SIGNATURE](source=tf.constant(SENTENCES))
-    assert greedy["translations"].shape == (len(SENTENCES), 1)
-
-
-def test_an_export_removes_what_a_killed_export_of_its_path_left(whitespace_export, tmp_path):
-    """A killed export leaves `.1.tmp-*`; the next export of `1` removes it, and leaves
-    another path's partial directory and an `.old-*` one (possibly the last complete
-    export) alone."""
-    translator, _ = whitespace_export
-    path = tmp_path / "ende" / "1"
+    # What a killed export of this path, and other exports, left.
     for name in (".1.tmp-killed/variables", ".2.tmp-running", ".1.old-kept"):
         (path.parent / name).mkdir(parents=True)
     export_translator(translator, path, sampler=BeamSampler(beam_size=1, max_length=20),
                       maximum_source_length=8, jit_compile=False)
     assert sorted(os.listdir(path.parent)) == [".1.old-kept", ".2.tmp-running", "1"]
+    assert _files(path) != before
+    greedy = _loaded(path).signatures[N_BEST_SIGNATURE](source=tf.constant(SENTENCES))
+    assert greedy["translations"].shape == (len(SENTENCES), 1)
 
 
 def test_next_version_path(tmp_path):

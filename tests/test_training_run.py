@@ -1,7 +1,9 @@
 """`kerasnmt train` / `kerasnmt.training_run.train` and `kerasnmt average-checkpoints`."""
 
+import contextlib
 import functools
 import glob
+import io
 import os
 import re
 import shutil
@@ -32,12 +34,28 @@ from kerasnmt.training_run import (
 from tests.run_fixtures import checkpoint_weights, tiny_run, write_config, write_corpus
 
 # Long tests (training, exports, decoding): run first (tests/conftest.py).
-pytestmark = pytest.mark.heavy(213)
+pytestmark = pytest.mark.heavy(210)
 
 
 @pytest.fixture
 def run_dir(tmp_path):
     return write_corpus(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def four_step_run(tmp_path_factory):
+    """`kerasnmt train` of 4 steps, checkpoints at steps 2 and 4 (the last 2 kept and
+    averaged), summaries every 2 steps: (its directory, exit status, standard output). The
+    tests that train on copy it."""
+    directory = write_corpus(tmp_path_factory.mktemp("four_steps"))
+    config_path = write_config(directory, tiny_run(train={
+        "max_step": 4, "save_checkpoints_steps": 2, "keep_checkpoint_max": 2,
+        "save_summary_steps": 2, "average_last_checkpoints": 2,
+    }))
+    with contextlib.redirect_stdout(io.StringIO()) as out, \
+            contextlib.redirect_stderr(io.StringIO()):
+        status = cli.main(["train", "--config", str(config_path), "--verbose", "0"])
+    return directory, status, out.getvalue()
 
 
 @pytest.fixture
@@ -149,14 +167,12 @@ def test_bad_training_data_found_while_training_exits_2_with_one_line(run_dir, c
     assert lines[0].startswith("kerasnmt train: error: " + expected.format(run=run_dir)), lines
 
 
-def test_trains_checkpoints_resumes_logs_and_averages(run_dir, capsys):
-    config_path = write_config(run_dir, tiny_run(train={
-        "max_step": 4, "save_checkpoints_steps": 2, "keep_checkpoint_max": 2,
-        "save_summary_steps": 2, "average_last_checkpoints": 2,
-    }))
-    status = cli.main(["train", "--config", str(config_path), "--verbose", "0"])
-    out = capsys.readouterr().out
+def test_trains_checkpoints_resumes_logs_and_averages(four_step_run, tmp_path, capsys):
+    """`four_step_run`, resumed to step 6 in a copy."""
+    directory, status, out = four_step_run
     assert status == 0, out
+    run_dir = shutil.copytree(directory, tmp_path / "run")
+    config_path = run_dir / "run.yml"
     model_dir = run_dir / "model"
     assert tf.train.get_checkpoint_state(str(model_dir)).all_model_checkpoint_paths[-2:] == [
         str(model_dir / "ckpt-2"), str(model_dir / "ckpt-4")]
@@ -305,13 +321,17 @@ def _truncate(checkpoint):
         file.truncate(os.path.getsize(data) // 2)
 
 
-def test_a_damaged_latest_checkpoint_falls_back_to_the_newest_readable_one(run_dir, capsys):
+def test_a_damaged_latest_checkpoint_falls_back_to_the_newest_readable_one(four_step_run,
+                                                                          tmp_path, capsys):
+    """In a copy of `four_step_run` without its averaged checkpoint, configured not to
+    average."""
+    directory, status, _ = four_step_run
+    assert status == 0
+    run_dir = shutil.copytree(directory, tmp_path / "run", ignore=shutil.ignore_patterns("avg"))
     config_path = write_config(run_dir, tiny_run(train={
         "max_step": 4, "save_checkpoints_steps": 2, "average_last_checkpoints": 0}))
-    assert cli.main(["train", "--config", str(config_path), "--verbose", "0"]) == 0
     model_dir = run_dir / "model"
     _truncate(str(model_dir / "ckpt-4"))
-    capsys.readouterr()
     config = load_config(config_path)
 
     # Translation and export restore through restore_translator.
