@@ -9,9 +9,9 @@
 layer relative-position Transformer (256 units, 4 heads, FFN 1024,
 `maximum_relative_position` 20) on a joint 8k SentencePiece unigram vocabulary, token
 batches of 4096, beam 4 and length penalty 0.6. `--recipe tiny` trains
-`examples/multi30k_tiny/run.yml`: the published tiny Transformer (4+4 pre-norm layers, 128
+`examples/multi30k_tiny/run.yml`: the published tiny Transformer (4+4 post-norm layers, 128
 units, FFN 256, dropout 0.3, sinusoidal positions) on a joint 8k SentencePiece BPE
-vocabulary of the whole training corpus, 8,192-token batches, beam 5 and length penalty 1.
+vocabulary of the whole training corpus, 8,192-token batches, beam 5 and length penalty 2.
 Its 2,000 warm-up updates outlast a 25-minute run: `--warmup-steps` shortens them, and
 `--mixed-precision auto` trains in bfloat16 where the CPU has the instructions
 (`train.mixed_precision`), for the budget's own variant of the recipe.
