@@ -85,17 +85,25 @@ def translate(translator, sentences, sampler=None, batch_size=32, return_details
             # Each sentence still gets the SavedModel's width.
             longest = int(np.max(features["length"].numpy(), initial=0))
             used = widths[: widths.index(width_of(longest, widths)) + 1]
+            # One decode for every set of widths: each width's decode is traced (and
+            # compiled) once, however many sets it is part of.
+            decode_alignment = TranslateFunction.records_alignment(
+                sampler, alignment, replace_unknown_target)
+            decode = _cached(translator, ("decode", options, decode_alignment),
+                             lambda: decode_function(translator, sampler, jit_compile,
+                                                     length_ratio, length_offset,
+                                                     decode_alignment))
             function = _cached(
                 translator, ("batch", options, batch_size, maximum_source_length, tuple(used),
                              bool(replace_unknown_target), shortlist),
                 lambda: tf.function(TranslateFunction(
                     translator, sampler, maximum_source_length, used, [batch_size],
                     length_ratio, length_offset, replace_unknown_target, jit_compile,
-                    shortlist, alignment,
+                    shortlist, alignment, decode,
                 ).details, input_signature=[_FEATURES_SPEC], autograph=False))
             results += _python_results(function(features), return_details)
         return results
-    decode = _cached(translator, ("decode", options), lambda: decode_function(
+    decode = _cached(translator, ("decode", options, alignment), lambda: decode_function(
         translator, sampler, jit_compile, length_ratio, length_offset, alignment))
     num_slots = max(1, batch_size // decoding_threads)
 

@@ -40,6 +40,10 @@ class TranslateFunction:
         shortlist: a `LexicalShortlist`, or None.
         alignment: record the attention of each target token (needed by alignments and
             unknown replacement; decoding is faster without).
+        decode: the `decode_function` to call, made with these options and
+            `self.alignment`'s value; when None, a new one. `translate` shares one between
+            the functions it traces for different sets of widths, so that each
+            `[chunk, width]` decode is traced and compiled once.
 
     Examples:
         >>> from kerasnmt.layers import BeamSampler, TranslationPreprocessor, WhitespaceTokenizer
@@ -59,7 +63,7 @@ class TranslateFunction:
 
     def __init__(self, translator, sampler, maximum_source_length, width_buckets,
                  batch_size_buckets, length_ratio, length_offset, replace_unknown_target,
-                 jit_compile, shortlist, alignment=False):
+                 jit_compile, shortlist, alignment=False, decode=None):
         self.preprocessor = translator.preprocessor
         self.sampler = sampler
         self.maximum_source_length = maximum_source_length
@@ -68,9 +72,15 @@ class TranslateFunction:
         self.replace_unknown_target = replace_unknown_target
         self.shortlist = shortlist
         # The decode outputs "alignment" exactly when it records attention.
-        self.alignment = bool(alignment or replace_unknown_target or sampler.coverage_penalty)
-        self.decode = decode_function(translator, sampler, jit_compile, length_ratio,
-                                      length_offset, self.alignment)
+        self.alignment = self.records_alignment(sampler, alignment, replace_unknown_target)
+        self.decode = decode or decode_function(translator, sampler, jit_compile, length_ratio,
+                                                length_offset, self.alignment)
+
+    @staticmethod
+    def records_alignment(sampler, alignment, replace_unknown_target):
+        """Whether the decode records attention: for alignments, unknown replacement and
+        the coverage penalty."""
+        return bool(alignment or replace_unknown_target or sampler.coverage_penalty)
 
     def hypotheses(self, source):
         """`[B]` strings -> the decode outputs (`[B, n, ...]`) and the source features;

@@ -214,6 +214,25 @@ def test_translate_restores_input_order_across_batches_and_widths(trained):
     assert together[:7] == list(targets[:7])
 
 
+def test_translate_traces_the_decode_of_each_width_once_across_requests(trained):
+    """A request with a longer source traces a batch search over more widths; the decode
+    of each width it shares with the earlier requests is not traced again."""
+    translator, sources, _ = trained
+    sampler = BeamSampler(beam_size=2, length_penalty=0.6)
+    long_sentence = "a b c d e f g h " * 2 + "a"  # 17 tokens: widths 8, 16 and 32
+    traced_before = set(getattr(translator, "_translate_functions", {}))
+    short = translator.translate(sources[:3], sampler=sampler, jit_compile=False)
+    decodes = [function for key, function in translator._translate_functions.items()
+               if key[0] == "decode" and key not in traced_before]
+    assert len(decodes) == 1
+    decode = decodes[0]
+    assert decode.experimental_get_tracing_count() == 1  # [32, 8]
+    translator.translate([long_sentence], sampler=sampler, jit_compile=False)
+    assert decode.experimental_get_tracing_count() == 3  # and [32, 16], [32, 32]
+    assert translator.translate(sources[:3], sampler=sampler, jit_compile=False) == short
+    assert decode.experimental_get_tracing_count() == 3
+
+
 def test_translate_details_are_the_n_best_list(trained):
     translator, sources, targets = trained
     sampler = BeamSampler(beam_size=3, n_best=3, length_penalty=0.6, freeze_finished_scores=True)
