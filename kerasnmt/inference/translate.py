@@ -76,7 +76,17 @@ def translate(translator, sentences, sampler=None, batch_size=32, return_details
     features_of = _cached(translator, ("source", maximum_source_length), lambda: tf.function(
         lambda source: source_features(translator.preprocessor, source, maximum_source_length),
         input_signature=[_SOURCE_SPEC], autograph=False))
+
+    def shared_decode(records_alignment):
+        """The one decode function of these options: each `[chunk, width]` decode is
+        traced (and compiled) once, whatever request or set of widths first needs it."""
+        return _cached(translator, ("decode", options, records_alignment),
+                       lambda: decode_function(translator, sampler, jit_compile, length_ratio,
+                                               length_offset, records_alignment))
+
     if not sampler.compact_batch:
+        decode = shared_decode(TranslateFunction.records_alignment(
+            sampler, alignment, replace_unknown_target))
         results = []
         for start in range(0, len(sentences), block):
             features = features_of(sentences[start:start + block])
@@ -85,14 +95,6 @@ def translate(translator, sentences, sampler=None, batch_size=32, return_details
             # Each sentence still gets the SavedModel's width.
             longest = int(np.max(features["length"].numpy(), initial=0))
             used = widths[: widths.index(width_of(longest, widths)) + 1]
-            # One decode for every set of widths: each width's decode is traced (and
-            # compiled) once, however many sets it is part of.
-            decode_alignment = TranslateFunction.records_alignment(
-                sampler, alignment, replace_unknown_target)
-            decode = _cached(translator, ("decode", options, decode_alignment),
-                             lambda: decode_function(translator, sampler, jit_compile,
-                                                     length_ratio, length_offset,
-                                                     decode_alignment))
             function = _cached(
                 translator, ("batch", options, batch_size, maximum_source_length, tuple(used),
                              bool(replace_unknown_target), shortlist),
@@ -103,8 +105,7 @@ def translate(translator, sentences, sampler=None, batch_size=32, return_details
                 ).details, input_signature=[_FEATURES_SPEC], autograph=False))
             results += _python_results(function(features), return_details)
         return results
-    decode = _cached(translator, ("decode", options, alignment), lambda: decode_function(
-        translator, sampler, jit_compile, length_ratio, length_offset, alignment))
+    decode = shared_decode(alignment)
     num_slots = max(1, batch_size // decoding_threads)
 
     def translate_stream(stream):
