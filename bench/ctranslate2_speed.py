@@ -14,8 +14,11 @@ translates the sentences in a fresh process, one after the other:
   decoding slots.
 - `savedmodel cN`: the SavedModel's `serving_default`, as `bench/serve_latency.py` times
   it (its `translate_batches`) in a process where keras and kerasnmt cannot be imported:
-  batches of 32 in file order, N requests in flight at once (`--savedmodel-concurrency`,
-  default 1 and 2: one request's decoding keeps little more than one core busy).
+  batches of 32, N requests in flight at once (`--savedmodel-concurrency`, default 1 and
+  2: one request's decoding keeps little more than one core busy), cut from the sentences
+  in file order, as a server receives them, and cut from the sentences sorted by their
+  number of source tokens, longest first, as the CTranslate2 client below cuts its
+  batches (`--savedmodel-orders`, default both).
 - `ctranslate2 TYPE IxJ`: `ctranslate2.Translator(inter_threads=I, intra_threads=J)` on
   the float32 and the int8 export (`--layouts`, default 2x1, CTranslate2's fastest on 2
   cores, and 1x2), in a process without TensorFlow: each sentence tokenized with the
@@ -64,6 +67,7 @@ BENCH = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_DATA = os.path.join(BENCH, "..", "..", "shared", "data", "multi30k")
 RUNTIMES = ("translate", "savedmodel", "ctranslate2")
 COMPUTE_TYPES = ("float32", "int8")
+SAVEDMODEL_ORDERS = ("file", "sorted")
 PLAN_FILE = "ctranslate2_plan.json"
 DECODING_FILE = "decoding.json"
 
@@ -102,13 +106,17 @@ def parse_arguments(argv=None):
                         help="CTranslate2 inter_threads x intra_threads, comma-separated")
     parser.add_argument("--savedmodel-concurrency", default="1,2",
                         help="SavedModel requests in flight at once, comma-separated")
+    parser.add_argument("--savedmodel-orders", default=",".join(SAVEDMODEL_ORDERS),
+                        help="how the SavedModel's batches are cut, comma-separated, of: "
+                        "%(default)s (sorted: by source tokens, longest first, as CTranslate2's)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     arguments = parser.parse_args(argv)
     if arguments.checkpoint and not arguments.config:
         parser.error("--checkpoint goes with --config")
     if not os.path.isfile(arguments.model or arguments.config):
         parser.error(f"{arguments.model or arguments.config}: no such file")
-    for name, allowed in (("runtimes", RUNTIMES), ("compute_types", COMPUTE_TYPES)):
+    for name, allowed in (("runtimes", RUNTIMES), ("compute_types", COMPUTE_TYPES),
+                          ("savedmodel_orders", SAVEDMODEL_ORDERS)):
         values = getattr(arguments, name).split(",")
         if not values or any(value not in allowed for value in values):
             parser.error(f"--{name.replace('_', '-')}: each of {', '.join(allowed)}")
@@ -273,7 +281,16 @@ def time_translate(arguments, decoding):
                      "timed_cpu_seconds": cpu, "software": f"TensorFlow {tf.__version__}"}
 
 
-def time_savedmodel(arguments, concurrency):
+def savedmodel_order(sentences, order, source_lengths):
+    """The indices of `sentences` in the order their batches are cut: as they come
+    (`file`), or by source length, longest first (`sorted`, as `ctranslate2_pass`)."""
+    indices = range(len(sentences))
+    if order == "file":
+        return list(indices)
+    return sorted(indices, key=lambda i: source_lengths[i], reverse=True)
+
+
+def time_savedmodel(arguments, concurrency, order):
     """The SavedModel's serving_default with bench/serve_latency.py's process and timing."""
     import concurrent.futures
 
@@ -281,8 +298,10 @@ def time_savedmodel(arguments, concurrency):
 
     tf = serve_latency.import_tensorflow_alone()
     sentences = sentences_of(arguments)
-    batches = [sentences[i:i + arguments.batch_size]
-               for i in range(0, len(sentences), arguments.batch_size)]
+    indices = savedmodel_order(sentences, order,
+                               read_json(workdir_path(arguments, PLAN_FILE))["source_lengths"])
+    batches = [[sentences[i] for i in indices[start:start + arguments.batch_size]]
+               for start in range(0, len(indices), arguments.batch_size)]
     begin = time.perf_counter()
     model = tf.saved_model.load(workdir_path(arguments, "savedmodel"))
     translate = model.signatures["serving_default"]
@@ -290,8 +309,12 @@ def time_savedmodel(arguments, concurrency):
     with concurrent.futures.ThreadPoolExecutor(concurrency) as clients:
         _, warmup = serve_latency.translate_batches(tf, translate, batches, clients)
         cpu = time.process_time()
-        outputs, seconds = serve_latency.translate_batches(tf, translate, batches, clients)
+        translations, seconds = serve_latency.translate_batches(tf, translate, batches,
+                                                                clients)
         cpu = time.process_time() - cpu
+    outputs = [""] * len(sentences)
+    for i, translation in zip(indices, translations):
+        outputs[i] = translation
     imported = serve_latency.imported_blocked()
     return outputs, {"load_seconds": load, "warmup_seconds": warmup, "seconds": seconds,
                      "timed_cpu_seconds": cpu,
@@ -376,7 +399,8 @@ def time_ctranslate2(arguments, compute_type, inter, intra):
 
 
 def worker(arguments):
-    """One timing process: `--worker translate`, `savedmodel:N` or `ctranslate2:TYPE:IxJ`."""
+    """One timing process: `--worker translate`, `savedmodel:N:ORDER` or
+    `ctranslate2:TYPE:IxJ`."""
     name, *rest = arguments.worker.split(":")
     if name == "prepare":
         return prepare(arguments)
@@ -384,7 +408,7 @@ def worker(arguments):
         outputs, figures = time_translate(arguments, read_json(workdir_path(arguments,
                                                                             DECODING_FILE)))
     elif name == "savedmodel":
-        outputs, figures = time_savedmodel(arguments, int(rest[0]))
+        outputs, figures = time_savedmodel(arguments, int(rest[0]), rest[1])
     else:
         inter, intra = (int(n) for n in rest[1].split("x"))
         outputs, figures = time_ctranslate2(arguments, rest[0], inter, intra)
@@ -470,7 +494,9 @@ def main():
     if "translate" in arguments.runtimes:
         runs.append(("kerasnmt translate", "translate"))
     if "savedmodel" in arguments.runtimes:
-        runs += [(f"kerasnmt SavedModel, {n} in flight", f"savedmodel:{n}")
+        runs += [(f"kerasnmt SavedModel, {order} order, {n} in flight",
+                  f"savedmodel:{n}:{order}")
+                 for order in arguments.savedmodel_orders
                  for n in arguments.savedmodel_concurrency]
     if "ctranslate2" in arguments.runtimes:
         runs += [(f"CTranslate2 {compute_type} {inter}x{intra}",
