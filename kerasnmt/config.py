@@ -385,6 +385,17 @@ _SCHEMA = {
             "SentencePiece model for the target text (it also detokenizes the translations). "
             "When null, the target is split on whitespace and joined with spaces.",
         ),
+        "sentencepiece_sampling_alpha": _Option(
+            None,
+            _Number(0, 1, closed=(False, False), nullable=True),
+            "In training only, sample a SentencePiece segmentation of each training "
+            "sentence at each pass instead of the best one: BPE-dropout with this drop "
+            "probability for BPE models, subword regularization with this smoothing for "
+            "unigram models (as SentencePiece's `enable_sampling`, `nbest_size: -1`); "
+            "e.g. 0.1. Validation, translation and exports segment deterministically. "
+            "Needs a SentencePiece model; not with shards or alignments, which hold one "
+            "segmentation.",
+        ),
         "train_features_file": _Option(
             None,
             _PathList(),
@@ -1143,6 +1154,14 @@ def _check_together(config, errors, given_optimizer_params):
 
 def _check_data_files(data, error):
     features, labels = data["train_features_file"], data["train_labels_file"]
+    if data["sentencepiece_sampling_alpha"] is not None:
+        if data["source_sentencepiece"] is None and data["target_sentencepiece"] is None:
+            error("data.sentencepiece_sampling_alpha", "given without a SentencePiece model "
+                  "(data.source_sentencepiece or data.target_sentencepiece)")
+        for key in ("train_shards", "train_alignments"):
+            if data[key] is not None:
+                error("data.sentencepiece_sampling_alpha", f"given with data.{key}, which "
+                      "hold one segmentation of each sentence")
     if data["train_shards"] is not None:
         if features is not None:
             error("data.train_shards", "given with data.train_features_file: train from "

@@ -96,17 +96,21 @@ def build_preprocessor(config):
     return preprocessor_of(
         data["source_vocabulary"], data["target_vocabulary"],
         data["source_sentencepiece"], data["target_sentencepiece"],
+        data["sentencepiece_sampling_alpha"],
     )
 
 
 def preprocessor_of(source_vocabulary, target_vocabulary, source_sentencepiece=None,
-                    target_sentencepiece=None):
+                    target_sentencepiece=None, sentencepiece_sampling_alpha=None):
     """A `TranslationPreprocessor` of SentencePiece tokenizers (whitespace ones where no
-    model is given) and the two vocabularies; no maximum lengths: training drops long
-    pairs, serving truncates at export."""
+    model is given; `sentencepiece_sampling_alpha` samples their segmentations in
+    training) and the two vocabularies; no maximum lengths: training drops long pairs,
+    serving truncates at export."""
 
     def tokenizer(model):
-        return SentencePieceTokenizer(model) if model else WhitespaceTokenizer()
+        if not model:
+            return WhitespaceTokenizer()
+        return SentencePieceTokenizer(model, sampling_alpha=sentencepiece_sampling_alpha)
 
     return TranslationPreprocessor(
         tokenizer(source_sentencepiece), tokenizer(target_sentencepiece),

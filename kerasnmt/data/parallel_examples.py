@@ -91,7 +91,7 @@ def check_alignment_lines(lines, num_source_tokens, num_target_tokens, path, lin
     return tf.cond(tf.reduce_any(bad_lines), _fail, lambda: tf.constant(True))
 
 
-def chunk_preprocessor(preprocessor, alignment_path=None):
+def chunk_preprocessor(preprocessor, alignment_path=None, training=None):
     """Wraps `preprocessor` for chunks of `(line_numbers, sources, targets[, alignments])`.
 
     Args:
@@ -99,6 +99,9 @@ def chunk_preprocessor(preprocessor, alignment_path=None):
             on `[B]` strings, padded (a `TranslationPreprocessor`).
         alignment_path: the file the alignment lines come from, or `None` when the
             chunks have no alignments.
+        training: passed to `preprocessor` (True samples the segmentation of a
+            `SentencePieceTokenizer` with `sampling_alpha`); not with `alignment_path`,
+            whose token indices hold for one segmentation only.
 
     Returns:
         A function for `tf.data.Dataset.map` over chunks that returns padded
@@ -121,7 +124,14 @@ def chunk_preprocessor(preprocessor, alignment_path=None):
         [[[1.0, 1.0], [0.0, 0.0]], [[0.0, 0.0], [1.0, 0.0]]]
     """
     if alignment_path is None:
-        return lambda line_numbers, sources, targets: preprocessor(sources, targets)
+        return lambda line_numbers, sources, targets: preprocessor(
+            sources, targets, training=training
+        )
+    if training:
+        raise ValueError(
+            f"{alignment_path}: alignments need one segmentation of each sentence; "
+            "preprocess them without training=True (no sampled segmentation)"
+        )
 
     def _preprocess(line_numbers, sources, targets, alignments):
         features, labels = preprocessor(sources, targets)

@@ -205,7 +205,9 @@ def _text_corpus_chunks(
     lines, num_lines = shuffled_parallel_lines(
         paths, sample_buffer_size, seed=seed, num_shards=num_shards, shard_index=shard_index
     )
-    preprocess = chunk_preprocessor(preprocessor, alignment_file)
+    # Tokenized in training mode (sampled segmentations, see `SentencePieceTokenizer`),
+    # except with alignments, whose indices hold for the deterministic segmentation only.
+    preprocess = chunk_preprocessor(preprocessor, alignment_file, training=alignment_file is None)
     chunks = lines.batch(CHUNK_SIZE).map(preprocess, num_parallel_calls=num_parallel_calls)
     return chunks, num_lines, f"{source_file} and {target_file}"
 
@@ -267,8 +269,11 @@ def training_dataset(
         source_file: the source text file (`.gz` read compressed), or a list of files
             for several corpora sampled by `train_files_weights`.
         target_file: the target file(s), line-aligned with `source_file`.
-        preprocessor: the model's `TranslationPreprocessor` (without maximum lengths);
-            not needed with `shards`, which hold preprocessed examples.
+        preprocessor: the model's `TranslationPreprocessor` (without maximum lengths),
+            called with `training=True` (so a `SentencePieceTokenizer` with
+            `sampling_alpha` samples a segmentation of each sentence at each pass) unless
+            there are alignments; not needed with `shards`, which hold preprocessed
+            examples.
         alignment_file: optional Pharaoh alignment file(s) (`labels["alignment"]`).
         shards: instead of text files, a shard index written by `write_shards` (or
             `kerasnmt prepare`), or a list of them for several corpora: the batches are

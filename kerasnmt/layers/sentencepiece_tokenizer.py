@@ -34,11 +34,19 @@ class SentencePieceTokenizer(Tokenizer):
 
     Args:
         model: a path to a SentencePiece `.model` file, or the serialized model as `bytes`.
+        sampling_alpha: when called with `training=True`, sample each sentence's
+            segmentation instead of taking the best one: BPE-dropout with this drop
+            probability for a BPE model (Provilkov et al., 2020), subword regularization
+            with this smoothing over all segmentations for a unigram model (Kudo, 2018), as
+            SentencePiece's `enable_sampling=True, alpha=..., nbest_size=-1`. `None` (the
+            default) segments deterministically always. Without `training=True` (in
+            evaluation, in translation, in an exported model) segmentation is deterministic.
         **kwargs: passed to `keras.layers.Layer` (e.g. `name`).
 
     Call arguments:
         inputs: a string scalar (one sentence) or a 1-D string tensor `[B]` (a batch). Empty and
             whitespace-only strings give zero pieces.
+        training: with `sampling_alpha`, sample the segmentation (see above).
 
     Returns:
         For a scalar, a 1-D string tensor of pieces; for `[B]`, a string `tf.RaggedTensor`
@@ -58,26 +66,45 @@ class SentencePieceTokenizer(Tokenizer):
         >>> tokenizer.vocabulary_size(), tokenizer.token_to_id("▁can"), tokenizer.id_to_token(0)
         (10, 4, '<unk>')
 
-    Reference:
-        [Kudo and Richardson, 2018](https://arxiv.org/abs/1808.06226)
+    References:
+        [Kudo and Richardson, 2018](https://arxiv.org/abs/1808.06226);
+        [Kudo, 2018](https://arxiv.org/abs/1804.10959) (subword regularization);
+        [Provilkov et al., 2020](https://arxiv.org/abs/1910.13267) (BPE-dropout)
     """
 
-    def __init__(self, model, **kwargs):
+    def __init__(self, model, sampling_alpha=None, **kwargs):
         super().__init__(**kwargs)
+        if sampling_alpha is not None and not 0.0 < sampling_alpha < 1.0:
+            raise ValueError(
+                f"SentencePieceTokenizer: sampling_alpha must be in (0, 1) or None, got "
+                f"{sampling_alpha}"
+            )
         self.model = model
+        self.sampling_alpha = sampling_alpha
         self.proto, self._processor = _read_model(model)
         self._sentencepiece = tensorflow_text.SentencepieceTokenizer(
             self.proto, out_type=tf.string
         )
+        self._sampling = None
+        if sampling_alpha is not None:
+            self._sampling = tensorflow_text.SentencepieceTokenizer(
+                self.proto, out_type=tf.string, nbest_size=-1, alpha=sampling_alpha
+            )
 
-    def tokenize(self, inputs):
-        """Splits `inputs` into pieces (what calling the layer does)."""
+    def call(self, inputs, training=None):
+        return self.tokenize(inputs, training=training)
+
+    def tokenize(self, inputs, training=None):
+        """Splits `inputs` into pieces (what calling the layer does); with `training=True`
+        and `sampling_alpha`, into a sampled segmentation."""
         inputs = tf.convert_to_tensor(inputs, dtype=tf.string)
         if inputs.shape.rank not in (0, 1):
             raise ValueError(
                 f"SentencePieceTokenizer expects a string scalar or a 1-D batch of strings, "
                 f"got shape {inputs.shape}"
             )
+        if training and self._sampling is not None:
+            return self._sampling.tokenize(inputs)
         return self._sentencepiece.tokenize(inputs)
 
     def detokenize(self, pieces):
@@ -117,6 +144,7 @@ class SentencePieceTokenizer(Tokenizer):
     def get_config(self):
         config = super().get_config()
         config["model"] = base64.b64encode(self.proto).decode("ascii")
+        config["sampling_alpha"] = self.sampling_alpha
         return config
 
     @classmethod

@@ -62,6 +62,8 @@ class TranslationPreprocessor(PreprocessingLayer):
         alignment: optional Pharaoh lines (`"source-target"` pairs) shaped like `source`;
             needs `target`. A malformed line or an index beyond the tokens raises
             `tf.errors.InvalidArgumentError` naming the line and the token counts.
+        training: passed to both tokenizers (a `SentencePieceTokenizer` with
+            `sampling_alpha` samples its segmentation when it is True).
 
     Returns:
         `features` when `target` is None, else `(features, labels)`. `features` is
@@ -146,8 +148,8 @@ class TranslationPreprocessor(PreprocessingLayer):
         """The target tokens in id order (`target_lookup.get_vocabulary()`)."""
         return self.target_lookup.get_vocabulary()
 
-    def call(self, source, target=None, alignment=None):
-        source_tokens = _tensor(self.source_tokenizer(source))
+    def call(self, source, target=None, alignment=None, training=None):
+        source_tokens = _tensor(self.source_tokenizer(source, training=training))
         features = self.source_lookup(source_tokens)
         if self.return_tokens:
             features["tokens"] = _padded_tokens(source_tokens, self.maximum_source_length)
@@ -155,7 +157,7 @@ class TranslationPreprocessor(PreprocessingLayer):
             if alignment is not None:
                 raise ValueError("an alignment needs a target")
             return features
-        target_tokens = _tensor(self.target_tokenizer(target))
+        target_tokens = _tensor(self.target_tokenizer(target, training=training))
         labels = self.target_lookup(target_tokens)
         if self.return_tokens:
             labels["tokens"] = _padded_tokens(target_tokens, self.maximum_target_length)
