@@ -623,3 +623,53 @@ def test_a_tpu_needs_static_shapes(tmp_path):
           pad_to_bucket_boundary: true
         """)
     assert load_config(path)["train"]["tpu"] == "local"
+
+
+def test_sentencepiece_sampling_needs_a_sentencepiece_model_and_one_free_segmentation(run_dir):
+    (run_dir / "sp.model").write_text("x\n", encoding="utf-8")
+    path = write_config(run_dir, """
+        data:
+          sentencepiece_sampling_alpha: 0.1
+        """)
+    assert errors_of(path) == [
+        "data.sentencepiece_sampling_alpha: given without a SentencePiece model "
+        "(data.source_sentencepiece or data.target_sentencepiece)",
+    ]
+    path = write_config(run_dir, """
+        data:
+          source_sentencepiece: sp.model
+          train_features_file: train.en
+          train_labels_file: train.de
+          train_alignments: train.align
+          sentencepiece_sampling_alpha: 0.1
+        """)
+    assert errors_of(path) == [
+        "data.sentencepiece_sampling_alpha: given with data.train_alignments, which hold one "
+        "segmentation of each sentence",
+    ]
+    (run_dir / "train.index.json").write_text("{}\n", encoding="utf-8")
+    path = write_config(run_dir, """
+        data:
+          source_sentencepiece: sp.model
+          train_shards: train.index.json
+          sentencepiece_sampling_alpha: 0.1
+        """)
+    assert errors_of(path) == [
+        "data.sentencepiece_sampling_alpha: given with data.train_shards, which hold one "
+        "segmentation of each sentence",
+    ]
+    path = write_config(run_dir, """
+        data:
+          target_sentencepiece: sp.model
+          sentencepiece_sampling_alpha: 1.0
+        """)
+    assert errors_of(path) == [
+        "data.sentencepiece_sampling_alpha: expected a number in (0, 1), or null, got 1.0"]
+    path = write_config(run_dir, """
+        data:
+          target_sentencepiece: sp.model
+          train_features_file: train.en
+          train_labels_file: train.de
+          sentencepiece_sampling_alpha: 0.1
+        """)
+    assert load_config(path)["data"]["sentencepiece_sampling_alpha"] == 0.1

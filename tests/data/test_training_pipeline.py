@@ -301,3 +301,36 @@ def test_make_training_batches_on_raw_pairs(preprocessor):
     (_, labels), = _batches(make_training_batches(triples, preprocessor, batch_size=1))
     assert labels["alignment"] == [[[0.0, 1.0]]]
     assert np.array(labels["ids_out"]).tolist() == [[3, 2]]
+
+
+def test_sentencepiece_sampling_gives_each_pass_its_own_segmentation(tmp_path):
+    from kerasnmt.layers import SentencePieceTokenizer
+    from tests.layers import tiny_sentencepiece
+    from tests.layers.test_sentencepiece_tokenizer import SUBWORD_TEXT
+
+    model = tiny_sentencepiece.train("bpe", 60, tuple(SUBWORD_TEXT * 10))
+    vocabulary = ["<blank>", "<s>", "</s>"] + SentencePieceTokenizer(model).get_vocabulary()[3:]
+
+    def preprocessor_of(alpha):
+        tokenizer = SentencePieceTokenizer(model, sampling_alpha=alpha)
+        return TranslationPreprocessor(tokenizer, tokenizer, vocabulary, vocabulary)
+
+    sentence = "the children are playing outside"
+    source, target = _corpus(tmp_path, [sentence], [sentence])
+    sampling = preprocessor_of(0.3)
+
+    def targets(preprocessor):
+        dataset = training_dataset(source, target, preprocessor, batch_size=1,
+                                   sample_buffer_size=0)
+        return [tuple(labels["ids_out"][0]) for _, labels in _batches(dataset, 40)]
+
+    sampled = targets(sampling)
+    assert len(set(sampled)) > 5
+    texts = {sampling.detokenize_target(tf.constant(ids)).numpy() for ids in sampled}
+    assert texts == {sentence.encode()}
+    # Without sampling_alpha every pass is the one best segmentation, which is also what
+    # the sampling preprocessor gives outside training (evaluation, export).
+    deterministic = set(targets(preprocessor_of(None)))
+    assert len(deterministic) == 1
+    best = sampling(tf.constant([sentence]), tf.constant([sentence]))[1]["ids_out"]
+    assert deterministic == {tuple(best[0].numpy().tolist())}

@@ -141,3 +141,38 @@ def test_round_trip_through_the_keras_config(word_model):
     assert revived.get_vocabulary() == tokenizer.get_vocabulary()
     text = ["I like it", "door open"]
     assert revived.detokenize(revived(text)).numpy().tolist() == [t.encode() for t in text]
+
+
+@pytest.mark.parametrize("model_type", ["bpe", "unigram"])
+def test_sampling_alpha_samples_segmentations_in_training_only(model_type):
+    model = tiny_sentencepiece.train(model_type, 60, tuple(SUBWORD_TEXT * 10))
+    processor = sentencepiece.SentencePieceProcessor(model_proto=model)
+    tokenizer = SentencePieceTokenizer(model, sampling_alpha=0.3)
+    sentence = "the children are playing outside"
+    best = [piece.encode() for piece in processor.encode(sentence, out_type=str)]
+    # Without training=True (evaluation, translation, an export): the best segmentation.
+    assert tokenizer([sentence]).to_list() == [best]
+    assert tokenizer([sentence], training=False).to_list() == [best]
+
+    draws = tokenizer([sentence] * 500, training=True).to_list()
+    assert all(b"".join(row).decode().replace("▁", " ").strip() == sentence for row in draws)
+    assert len({tuple(row) for row in draws}) > 10
+    # The same distribution as SentencePiece's own sampling (a peer's output): the mean
+    # number of pieces of 500 draws each, within 6 standard errors of their difference.
+    counts = np.array([len(row) for row in draws])
+    library = np.array([
+        len(processor.encode(sentence, out_type=str, enable_sampling=True, alpha=0.3,
+                             nbest_size=-1))
+        for _ in range(500)
+    ])
+    assert counts.mean() > len(best)
+    standard_error = np.sqrt(counts.var() / 500 + library.var() / 500)
+    assert abs(counts.mean() - library.mean()) < 6 * standard_error
+
+
+def test_sampling_alpha_survives_the_config_and_is_checked(word_model):
+    tokenizer = SentencePieceTokenizer(word_model, sampling_alpha=0.1)
+    assert SentencePieceTokenizer.from_config(tokenizer.get_config()).sampling_alpha == 0.1
+    for alpha in (0.0, 1.0, -0.1):
+        with pytest.raises(ValueError, match=f"sampling_alpha must be in \\(0, 1\\) or None, got {alpha}"):
+            SentencePieceTokenizer(word_model, sampling_alpha=alpha)
