@@ -135,8 +135,10 @@ def make_training_batches(
         dataset: a `tf.data.Dataset` of `(source, target)` or `(source, target,
             alignment)` string scalars (alignment: Pharaoh `"s-t s-t ..."`).
         preprocessor: a `TranslationPreprocessor` (or any callable
-            `preprocessor(source, target[, alignment]) -> (features, labels)` with its
-            conventions) that does not truncate.
+            `preprocessor(source, target[, alignment], training=...) -> (features,
+            labels)` with its conventions) that does not truncate; called with
+            `training=True` on pairs (a `SentencePieceTokenizer` with `sampling_alpha`
+            samples a segmentation at each pass), not on aligned triples.
         batch_size: examples (`batch_type="examples"`) or tokens (`"tokens"`) per batch,
             per replica.
         batch_type: `"examples"` or `"tokens"`.
@@ -174,7 +176,10 @@ def make_training_batches(
             "make_training_batches expects (source, target) or (source, target, alignment) "
             f"elements, got {dataset.element_spec}"
         )
-    chunks = dataset.batch(CHUNK_SIZE).map(preprocessor, num_parallel_calls=num_parallel_calls)
+    def preprocess(*strings):
+        return preprocessor(*strings, training=arity == 2)
+
+    chunks = dataset.batch(CHUNK_SIZE).map(preprocess, num_parallel_calls=num_parallel_calls)
     return _batch_chunks(
         chunks,
         batch_size,
