@@ -125,6 +125,7 @@ def make_training_batches(
     pad_to_bucket_boundary=False,
     num_replicas=1,
     num_parallel_calls=AUTOTUNE,
+    training=True,
 ):
     """Preprocesses, filters and batches raw `(source, target[, alignment])` strings.
 
@@ -136,9 +137,7 @@ def make_training_batches(
             alignment)` string scalars (alignment: Pharaoh `"s-t s-t ..."`).
         preprocessor: a `TranslationPreprocessor` (or any callable
             `preprocessor(source, target[, alignment], training=...) -> (features,
-            labels)` with its conventions) that does not truncate; called with
-            `training=True` on pairs (a `SentencePieceTokenizer` with `sampling_alpha`
-            samples a segmentation at each pass), not on aligned triples.
+            labels)` with its conventions) that does not truncate.
         batch_size: examples (`batch_type="examples"`) or tokens (`"tokens"`) per batch,
             per replica.
         batch_type: `"examples"` or `"tokens"`.
@@ -152,6 +151,10 @@ def make_training_batches(
         num_replicas: batches hold `batch_size * num_replicas` (examples or tokens) and
             their size is a multiple of `num_replicas`; other batches are dropped.
         num_parallel_calls: parallelism of the preprocessing map.
+        training: passed to `preprocessor` for pairs (a `SentencePieceTokenizer` with
+            `sampling_alpha` then samples a segmentation at each pass); False for
+            validation batches. Aligned triples are always preprocessed with
+            `training=False`: their indices hold for the best segmentation only.
 
     Returns:
         A finite `tf.data.Dataset` of batched `(features, labels)`. Iterating it raises
@@ -177,7 +180,7 @@ def make_training_batches(
             f"elements, got {dataset.element_spec}"
         )
     def preprocess(*strings):
-        return preprocessor(*strings, training=arity == 2)
+        return preprocessor(*strings, training=training and arity == 2)
 
     chunks = dataset.batch(CHUNK_SIZE).map(preprocess, num_parallel_calls=num_parallel_calls)
     return _batch_chunks(

@@ -32,6 +32,11 @@ class SentencePieceTokenizer(Tokenizer):
     The serialized model is embedded in `get_config()` (base64), so `from_config` alone rebuilds
     a working layer and a `.keras` file is self-contained: no asset file to keep next to it.
 
+    Set seeds (`keras.utils.set_random_seed`, `tf.random.set_seed`) before creating the
+    layer: they reset TensorFlow's eager kernel cache, which holds the SentencePiece model
+    of `tensorflow_text`, and a layer created before then fails with "Resource
+    .../SentencepieceOp/... does not exist" (tensorflow/text#570).
+
     Args:
         model: a path to a SentencePiece `.model` file, or the serialized model as `bytes`.
         sampling_alpha: when called with `training=True`, sample each sentence's

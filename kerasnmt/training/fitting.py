@@ -47,8 +47,10 @@ def _is_string_spec(spec):
     return isinstance(spec, tf.TensorSpec) and spec.dtype == tf.string
 
 
-def training_batches(translator, x, y, batch_size, shuffle, batching, what):
-    """Any data `fit` and `evaluate` accept -> a dataset of the model's `(x, y)` batches."""
+def training_batches(translator, x, y, batch_size, shuffle, batching, what, training):
+    """Any data `fit` and `evaluate` accept -> a dataset of the model's `(x, y)` batches;
+    raw strings are preprocessed with `training` (True: sampled segmentations, see
+    `SentencePieceTokenizer`)."""
     if isinstance(x, tf.data.Dataset):
         if y is not None:
             raise ValueError(f"Translator.{what}: with a tf.data.Dataset, y must be None")
@@ -77,10 +79,15 @@ def training_batches(translator, x, y, batch_size, shuffle, batching, what):
                 translator.preprocessor,
                 batch_size or 32,
                 num_replicas=translator.distribute_strategy.num_replicas_in_sync,
+                training=training,
                 **batching,
             )
         else:
-            dataset = dataset.map(translator.preprocessor, num_parallel_calls=tf.data.AUTOTUNE)
+            dataset = dataset.map(
+                lambda *strings: translator.preprocessor(
+                    *strings, training=training and len(spec) == 2),
+                num_parallel_calls=tf.data.AUTOTUNE,
+            )
     elif not (
         isinstance(spec, tuple)
         and len(spec) == 2
@@ -136,12 +143,13 @@ def fit(translator, x=None, y=None, batch_size=None, batch_type="examples",
         maximum_features_length=maximum_features_length,
         maximum_labels_length=maximum_labels_length,
     )
-    dataset = training_batches(translator, x, y, batch_size, shuffle, batching, "fit")
+    dataset = training_batches(translator, x, y, batch_size, shuffle, batching, "fit",
+                               training=True)
     if validation_data is not None:
         if isinstance(validation_data, tf.data.Dataset):
             validation_data = (validation_data, None)
         validation_data = training_batches(
-            translator, *validation_data, batch_size, False, batching, "fit")
+            translator, *validation_data, batch_size, False, batching, "fit", training=False)
     if dataset.cardinality() != tf.data.INFINITE_CARDINALITY:
         if kwargs.get("steps_per_epoch") is None:
             # Bucketing makes the number of batches vary from one pass to the next, and
@@ -166,7 +174,7 @@ def fit(translator, x=None, y=None, batch_size=None, batch_type="examples",
 def evaluate(translator, x=None, y=None, batch_size=None, batch_type="examples", **kwargs):
     """`Translator.evaluate`: `keras.Model.evaluate` on the batches of `training_batches`."""
     dataset = training_batches(translator, x, y, batch_size, False, dict(batch_type=batch_type),
-                               "evaluate")
+                               "evaluate", training=False)
     with warnings.catch_warnings():
         # Keras warns when a dataset of unknown length ends, which here is normal.
         warnings.filterwarnings("ignore", message="Your input ran out of data")

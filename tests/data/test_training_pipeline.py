@@ -330,6 +330,8 @@ def test_sentencepiece_sampling_gives_each_pass_its_own_segmentation(tmp_path):
     pairs = tf.data.Dataset.from_tensor_slices(([sentence] * 40, [sentence] * 40))
     batches = _batches(make_training_batches(pairs, sampling, batch_size=1))
     assert len({tuple(labels["ids_out"][0]) for _, labels in batches}) > 5
+    batches = _batches(make_training_batches(pairs, sampling, batch_size=1, training=False))
+    assert len({tuple(labels["ids_out"][0]) for _, labels in batches}) == 1
     texts = {sampling.detokenize_target(tf.constant(ids)).numpy() for ids in sampled}
     assert texts == {sentence.encode()}
     # Without sampling_alpha every pass is the one best segmentation, which is also what

@@ -363,3 +363,31 @@ def test_non_finite_loss_stops_training_and_keeps_the_last_good_checkpoint():
         fresh = tiny_translator(seed=1)
         tf.train.Checkpoint(model=fresh).restore(latest).expect_partial()
         assert all(np.isfinite(w.numpy()).all() for w in fresh.weights)
+
+
+def test_raw_strings_get_sampled_segmentations_in_fit_only():
+    from kerasnmt.layers import SentencePieceTokenizer, TranslationPreprocessor
+    from kerasnmt.training.fitting import training_batches
+    from tests.layers import tiny_sentencepiece
+    from tests.layers.test_sentencepiece_tokenizer import SUBWORD_TEXT
+
+    keras.utils.set_random_seed(0)  # before the tokenizer (tensorflow/text#570)
+    model = tiny_sentencepiece.train("bpe", 60, tuple(SUBWORD_TEXT * 10))
+    tokenizer = SentencePieceTokenizer(model, sampling_alpha=0.3)
+    vocabulary = ["<blank>", "<s>", "</s>"] + tokenizer.get_vocabulary()[3:]
+    translator = Translator(
+        TranslationPreprocessor(tokenizer, tokenizer, vocabulary, vocabulary),
+        num_layers=1, num_units=16, num_heads=2, ffn_inner_dim=32, dropout=0.0,
+    )
+    sentences = np.array(["the children are playing outside"] * 30, dtype=object)
+
+    def segmentations(what, training):
+        batches = training_batches(translator, sentences, sentences, 1, False, {}, what, training)
+        return {tuple(y["ids_out"].numpy()[0]) for _, y in batches}
+
+    assert len(segmentations("fit", True)) > 5
+    assert len(segmentations("evaluate", False)) == 1
+    translator.compile(optimizer="adam")
+    first, second = (translator.evaluate(sentences, sentences, batch_size=30, verbose=0)
+                     for _ in range(2))
+    assert first == second
