@@ -99,9 +99,10 @@ def chunk_preprocessor(preprocessor, alignment_path=None, training=None):
             on `[B]` strings, padded (a `TranslationPreprocessor`).
         alignment_path: the file the alignment lines come from, or `None` when the
             chunks have no alignments.
-        training: passed to `preprocessor` (True samples the segmentation of a
-            `SentencePieceTokenizer` with `sampling_alpha`); not with `alignment_path`,
-            whose token indices hold for one segmentation only.
+        training: passed to `preprocessor` for chunks without alignments (True samples
+            the segmentation of a `SentencePieceTokenizer` with `sampling_alpha`); chunks
+            with alignments, whose indices hold for the best segmentation only, are
+            always preprocessed with `training=False`.
 
     Returns:
         A function for `tf.data.Dataset.map` over chunks that returns padded
@@ -126,11 +127,6 @@ def chunk_preprocessor(preprocessor, alignment_path=None, training=None):
     if alignment_path is None:
         return lambda line_numbers, sources, targets: preprocessor(
             sources, targets, training=training
-        )
-    if training:
-        raise ValueError(
-            f"{alignment_path}: alignments need one segmentation of each sentence; "
-            "preprocess them without training=True (no sampled segmentation)"
         )
 
     def _preprocess(line_numbers, sources, targets, alignments):

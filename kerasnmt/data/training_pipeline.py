@@ -213,9 +213,7 @@ def _text_corpus_chunks(
     lines, num_lines = shuffled_parallel_lines(
         paths, sample_buffer_size, seed=seed, num_shards=num_shards, shard_index=shard_index
     )
-    # Tokenized in training mode (sampled segmentations, see `SentencePieceTokenizer`),
-    # except with alignments, whose indices hold for the deterministic segmentation only.
-    preprocess = chunk_preprocessor(preprocessor, alignment_file, training=alignment_file is None)
+    preprocess = chunk_preprocessor(preprocessor, alignment_file, training=True)
     chunks = lines.batch(CHUNK_SIZE).map(preprocess, num_parallel_calls=num_parallel_calls)
     return chunks, num_lines, f"{source_file} and {target_file}"
 

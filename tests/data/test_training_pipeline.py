@@ -319,9 +319,9 @@ def test_sentencepiece_sampling_gives_each_pass_its_own_segmentation(tmp_path):
     source, target = _corpus(tmp_path, [sentence], [sentence])
     sampling = preprocessor_of(0.3)
 
-    def targets(preprocessor):
-        dataset = training_dataset(source, target, preprocessor, batch_size=1,
-                                   sample_buffer_size=0)
+    def targets(preprocessor, alignment_file=None):
+        dataset = training_dataset(source, target, preprocessor, alignment_file,
+                                   batch_size=1, sample_buffer_size=0)
         return [tuple(labels["ids_out"][0]) for _, labels in _batches(dataset, 40)]
 
     sampled = targets(sampling)
@@ -338,5 +338,8 @@ def test_sentencepiece_sampling_gives_each_pass_its_own_segmentation(tmp_path):
     # the sampling preprocessor gives outside training (evaluation, export).
     deterministic = set(targets(preprocessor_of(None)))
     assert len(deterministic) == 1
+    # Alignments index the best segmentation: with them, no sampling.
+    alignment = _write(tmp_path / "train.align", ["0-0"])
+    assert set(targets(sampling, alignment)) == deterministic
     best = sampling(tf.constant([sentence]), tf.constant([sentence]))[1]["ids_out"]
     assert deterministic == {tuple(best[0].numpy().tolist())}
