@@ -625,7 +625,7 @@ def test_a_tpu_needs_static_shapes(tmp_path):
     assert load_config(path)["train"]["tpu"] == "local"
 
 
-def test_sentencepiece_sampling_needs_a_sentencepiece_model_and_one_free_segmentation(run_dir):
+def test_sentencepiece_sampling_needs_a_sentencepiece_model(run_dir):
     (run_dir / "sp.model").write_text("x\n", encoding="utf-8")
     path = write_config(run_dir, """
         data:
@@ -634,29 +634,6 @@ def test_sentencepiece_sampling_needs_a_sentencepiece_model_and_one_free_segment
     assert errors_of(path) == [
         "data.sentencepiece_sampling_alpha: given without a SentencePiece model "
         "(data.source_sentencepiece or data.target_sentencepiece)",
-    ]
-    path = write_config(run_dir, """
-        data:
-          source_sentencepiece: sp.model
-          train_features_file: train.en
-          train_labels_file: train.de
-          train_alignments: train.align
-          sentencepiece_sampling_alpha: 0.1
-        """)
-    assert errors_of(path) == [
-        "data.sentencepiece_sampling_alpha: given with data.train_alignments, which hold one "
-        "segmentation of each sentence",
-    ]
-    (run_dir / "train.index.json").write_text("{}\n", encoding="utf-8")
-    path = write_config(run_dir, """
-        data:
-          source_sentencepiece: sp.model
-          train_shards: train.index.json
-          sentencepiece_sampling_alpha: 0.1
-        """)
-    assert errors_of(path) == [
-        "data.sentencepiece_sampling_alpha: given with data.train_shards, which hold one "
-        "segmentation of each sentence",
     ]
     path = write_config(run_dir, """
         data:
@@ -673,3 +650,20 @@ def test_sentencepiece_sampling_needs_a_sentencepiece_model_and_one_free_segment
           sentencepiece_sampling_alpha: 0.1
         """)
     assert load_config(path)["data"]["sentencepiece_sampling_alpha"] == 0.1
+
+
+@pytest.mark.parametrize("key, training_data", [
+    ("train_alignments", "train_features_file: train.en\n  train_labels_file: train.de\n"
+                         "  train_alignments: train.align"),
+    ("train_shards", "train_shards: train.index.json"),
+])
+def test_sentencepiece_sampling_needs_data_of_free_segmentation(run_dir, key, training_data):
+    (run_dir / "sp.model").write_text("x\n", encoding="utf-8")
+    (run_dir / "train.index.json").write_text("{}\n", encoding="utf-8")
+    path = run_dir / "run.yml"
+    path.write_text("data:\n  source_sentencepiece: sp.model\n  sentencepiece_sampling_alpha: "
+                    f"0.1\n  {training_data}\n", encoding="utf-8")
+    assert errors_of(path) == [
+        f"data.sentencepiece_sampling_alpha: given with data.{key}, which hold one "
+        "segmentation of each sentence",
+    ]

@@ -151,10 +151,10 @@ def make_training_batches(
         num_replicas: batches hold `batch_size * num_replicas` (examples or tokens) and
             their size is a multiple of `num_replicas`; other batches are dropped.
         num_parallel_calls: parallelism of the preprocessing map.
-        training: passed to `preprocessor` for pairs (a `SentencePieceTokenizer` with
-            `sampling_alpha` then samples a segmentation at each pass); False for
-            validation batches. Aligned triples are always preprocessed with
-            `training=False`: their indices hold for the best segmentation only.
+        training: passed to `preprocessor` (a `SentencePieceTokenizer` with
+            `sampling_alpha` then samples a segmentation of each pair at each pass; a
+            `TranslationPreprocessor` never samples aligned triples); False for
+            validation batches.
 
     Returns:
         A finite `tf.data.Dataset` of batched `(features, labels)`. Iterating it raises
@@ -180,7 +180,7 @@ def make_training_batches(
             f"elements, got {dataset.element_spec}"
         )
     def preprocess(*strings):
-        return preprocessor(*strings, training=training and arity == 2)
+        return preprocessor(*strings, training=training)
 
     chunks = dataset.batch(CHUNK_SIZE).map(preprocess, num_parallel_calls=num_parallel_calls)
     return _batch_chunks(

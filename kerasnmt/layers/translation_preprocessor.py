@@ -63,7 +63,8 @@ class TranslationPreprocessor(PreprocessingLayer):
             needs `target`. A malformed line or an index beyond the tokens raises
             `tf.errors.InvalidArgumentError` naming the line and the token counts.
         training: passed to both tokenizers (a `SentencePieceTokenizer` with
-            `sampling_alpha` samples its segmentation when it is True).
+            `sampling_alpha` samples its segmentation when it is True); with an
+            `alignment`, whose indices hold for the best segmentation only, always False.
 
     Returns:
         `features` when `target` is None, else `(features, labels)`. `features` is
@@ -149,6 +150,8 @@ class TranslationPreprocessor(PreprocessingLayer):
         return self.target_lookup.get_vocabulary()
 
     def call(self, source, target=None, alignment=None, training=None):
+        if alignment is not None:
+            training = False
         source_tokens = _tensor(self.source_tokenizer(source, training=training))
         features = self.source_lookup(source_tokens)
         if self.return_tokens:

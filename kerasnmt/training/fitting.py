@@ -84,8 +84,7 @@ def training_batches(translator, x, y, batch_size, shuffle, batching, what, trai
             )
         else:
             dataset = dataset.map(
-                lambda *strings: translator.preprocessor(
-                    *strings, training=training and len(spec) == 2),
+                lambda *strings: translator.preprocessor(*strings, training=training),
                 num_parallel_calls=tf.data.AUTOTUNE,
             )
     elif not (

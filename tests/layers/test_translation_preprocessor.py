@@ -260,3 +260,22 @@ def test_a_tokenizer_without_a_vocabulary_needs_one():
         TranslationPreprocessor(WhitespaceTokenizer(), WhitespaceTokenizer())
     with pytest.raises(ValueError, match=r"target_vocabulary is needed: .* \(WhitespaceTokenizer"):
         TranslationPreprocessor(WhitespaceTokenizer(), WhitespaceTokenizer(), SOURCE_VOCABULARY)
+
+
+def test_training_samples_pairs_but_never_aligned_examples():
+    from tests.layers.test_sentencepiece_tokenizer import SUBWORD_TEXT
+
+    model = tiny_sentencepiece.train("bpe", 60, tuple(SUBWORD_TEXT * 10))
+    tokenizer = SentencePieceTokenizer(model, sampling_alpha=0.3)
+    vocabulary = ["<blank>", "<s>", "</s>"] + tokenizer.get_vocabulary()[3:]
+    preprocessor = TranslationPreprocessor(tokenizer, tokenizer, vocabulary, vocabulary)
+    sentences = tf.constant(["the children are playing outside"] * 50)
+    best = preprocessor(sentences[:1], sentences[:1])[1]["ids_out"].numpy().tolist()[0]
+
+    def distinct(*inputs):
+        _, labels = preprocessor(*inputs, training=True)
+        return {tuple(row) for row in labels["ids_out"].numpy().tolist()}
+
+    assert len(distinct(sentences, sentences)) > 5
+    # Alignment indices hold for the best segmentation only.
+    assert distinct(sentences, sentences, tf.constant(["0-0"] * 50)) == {tuple(best)}
