@@ -82,7 +82,7 @@ def check_moses_language(language):
     return language
 
 
-def lowercase_and_moses_tokenize(lines, language="en"):
+def lowercase_and_moses_tokenize(lines, language="en", escape=False):
     """The text that published Multi30k scores compare: each line lowercased, its
     punctuation normalized and tokenized with the Moses scripts (`sacremoses`), in the
     order of the Multi30k data set's own `scripts/task1-tokenize.sh`
@@ -96,11 +96,14 @@ def lowercase_and_moses_tokenize(lines, language="en"):
     "bart" is not, and the period is split off, as in the data set's file.
 
     Unlike `tokenizer.perl`'s default, the tokens are not XML-escaped (`&` stays `&`,
-    not `&amp;`): escaping replaces each of `& | < > ' " [ ]` by its own entity inside
-    the tokens, on both sides alike, without adding or removing a space, so the tokens
-    match, and BLEU comes out the same, escaped or not; unescaped text is the one a
-    reader can check. `normalize-punctuation.perl`'s quirks are kept (sacremoses'
-    `perl_parity`: `’` becomes `"`), since the published references have them.
+    not `&amp;`) unless `escape`: escaping replaces each of `& | < > ' " [ ]` by its own
+    entity inside the tokens, on both sides alike, without adding or removing a space, so
+    the tokens match, and BLEU comes out the same, escaped or not; unescaped text is the
+    one a reader can check. `normalize-punctuation.perl`'s quirks are kept (sacremoses'
+    `perl_parity`: `’` becomes `"`), since the published references have them, and so is
+    its end of line: Perl reads each line with its newline, on which the rule that moves
+    a period after a closing quote (`."` to `".`, in every language but English) matches
+    at the end of the line too.
 
     Args:
         lines: strings.
@@ -108,6 +111,8 @@ def lowercase_and_moses_tokenize(lines, language="en"):
             as theirs): it picks the nonbreaking prefixes (German keeps "10." in "die
             Nummer 10." as an ordinal), the apostrophe rules ("dog's" is "dog 's" in
             English, "dog ' s" in German) and the quotation rules.
+        escape: XML-escape the tokens as `tokenizer.perl` does by default (`'` becomes
+            `&apos;`), as the text Multi30k models are trained on (default False).
 
     Returns:
         A list of strings, tokens separated by single spaces.
@@ -125,12 +130,16 @@ def lowercase_and_moses_tokenize(lines, language="en"):
         ['der spieler trägt die nummer 10.']
         >>> lowercase_and_moses_tokenize(["Der Spieler trägt die Nummer 10."], language="en")
         ['der spieler trägt die nummer 10 .']
+        >>> lowercase_and_moses_tokenize(['Es steht: "Komm."'], language="de", escape=True)
+        ['es steht : &quot; komm &quot; .']
     """
     check_moses_language(language)
     normalizer = MosesPunctNormalizer(lang=language, perl_parity=True)
     tokenizer = MosesTokenizer(lang=language)
     return [
-        tokenizer.tokenize(normalizer.normalize(line.lower()), return_str=True, escape=False)
+        tokenizer.tokenize(
+            normalizer.normalize(line.lower() + "\n"), return_str=True, escape=escape
+        )
         for line in lines
     ]
 

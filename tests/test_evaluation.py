@@ -126,6 +126,18 @@ def test_moses_normalization_keeps_the_quirks_of_the_perl_script():
     ) == ['une femme jette un coup d " œil dans un télescope dans les bois .']
 
 
+def test_moses_normalization_moves_a_final_period_after_the_quote_as_perl_does():
+    # From Multi30k's val.de, line 656. normalize-punctuation.perl (-l de) moves a period
+    # out of closing quotes when a character follows them; Perl reads the line with its
+    # newline, so the rule applies at the end of the line too: the data set's
+    # val.lc.norm.tok.de (and Wu et al.'s valid.de) end with "tea &quot; .".
+    line = ("Ein Mann in einem blauen Hemd hält ein Schild, auf dem steht: „Come on now ... "
+            "what's gayer than tea.“")
+    assert lowercase_and_moses_tokenize([line], language="de", escape=True) == [
+        "ein mann in einem blauen hemd hält ein schild , auf dem steht : &quot; come on now "
+        "... what &apos; s gayer than tea &quot; ."]
+
+
 def test_published_bleu_differs_from_detokenized_bleu_by_hand():
     # Only case and the attachment of the quotes “ ” differ. 13a leaves non-ASCII
     # punctuation attached: reference "Two dogs play with a “ball” in the snow ." (10
