@@ -16,7 +16,7 @@ install-core: $(BIN)/python
 # The package and the extras the tests use, in one pip call (one resolution, one editable
 # build).
 install: $(BIN)/python
-	$(BIN)/pip install --quiet -e ".[test,beam,ctranslate2,bench]"
+	$(BIN)/pip install --quiet -e ".[test,beam,ctranslate2,bench,subword-nmt]"
 
 # Vocabulary, a few minutes of training, export to saved_models/quickstart, translation
 # through the SavedModel and BLEU (examples/quickstart/quickstart.py).
