@@ -6,8 +6,8 @@ line lowercased, its punctuation normalized and Moses-tokenized with XML escapes
 (`kerasnmt.evaluation.lowercase_and_moses_tokenize`, `'` as `&apos;`), then split by a
 joint subword-nmt BPE of `--merges` merges learned on the two training files (`@@ `
 joins the pieces of a word), and the BPE codes (`code`). On Multi30k this reproduces the
-authors' `data/multi30k-en-de/code` (github.com/LividWo/Revisit-MMT) byte for byte, and
-their BPE'd `valid` and `test.2016` files line for line. kerasnmt then trains on it with
+authors' `data/multi30k-en-de/` (github.com/LividWo/Revisit-MMT: `code`, `train`, `valid`
+and `test.2016`, both languages) byte for byte. kerasnmt then trains on it with
 whitespace tokenization (`examples/multi30k_tiny/run_paper_text.yml`).
 
 `decode` undoes it on translations: joiners removed (fairseq's `--remove-bpe`), tokens
