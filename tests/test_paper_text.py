@@ -73,11 +73,13 @@ def test_decode_removes_joiners_and_detokenizes(paper_text, tmp_path):
 def test_bad_input_names_the_file_and_line(paper_text, tmp_path):
     write(tmp_path / "train.en", ["a", "b"])
     write(tmp_path / "train.de", ["a"])
-    with pytest.raises(SystemExit, match=r"train.de has 1 lines, .*train.en 2"):
+    with pytest.raises(SystemExit,
+                       match=r"train.de has 1 lines but .*train.en has 2: the files must be "
+                             "line-aligned"):
         paper_text.main(["prepare", "--data-dir", str(tmp_path), "--output-dir",
                          str(tmp_path / "out")])
     (tmp_path / "train.de").write_bytes(b"a\nb\xff\n")
-    with pytest.raises(SystemExit, match=r"train.de:2: not UTF-8"):
+    with pytest.raises(SystemExit, match=r"train.de, line 2: not valid UTF-8"):
         paper_text.main(["prepare", "--data-dir", str(tmp_path), "--output-dir",
                          str(tmp_path / "out")])
     assert not (tmp_path / "out").exists()

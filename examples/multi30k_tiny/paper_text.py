@@ -31,34 +31,22 @@ from sacremoses import MosesDetokenizer
 from subword_nmt.apply_bpe import BPE
 from subword_nmt.learn_bpe import learn_bpe
 
+from kerasnmt.data.result_file import result_file
+from kerasnmt.data.text_files import read_line_aligned, read_lines
 from kerasnmt.evaluation import lowercase_and_moses_tokenize
 
 JOINER = re.compile(r"@@( |$)")
 
 
-def read_lines(path):
-    """The lines of a UTF-8 file; a byte that is not UTF-8 is refused with its line."""
-    with open(path, "rb") as file:
-        data = file.read()
-    lines = data.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-    for number, line in enumerate(lines, start=1):
-        try:
-            lines[number - 1] = line.decode("utf-8").rstrip("\r")
-        except UnicodeDecodeError as error:
-            raise ValueError(f"{path}:{number}: not UTF-8 ({error.reason} at byte "
-                             f"{error.start})") from None
-    return lines
+def read_text(path):
+    """The lines of a UTF-8 text file (`kerasnmt.data.text_files.read_lines`)."""
+    return [text for _, text in read_lines(path)]
 
 
-def write_lines(path, lines):
-    """Writes `lines` to `path` whole or not at all (a temporary file renamed)."""
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    temporary = f"{path}.tmp-{os.getpid()}"
-    with open(temporary, "w", encoding="utf-8") as file:
-        file.writelines(line + "\n" for line in lines)
-    os.replace(temporary, path)
+def write_text(path, lines):
+    """Writes `lines` to `path` whole or not at all (`kerasnmt.data.result_file`)."""
+    with result_file(path, expected_lines=len(lines)) as stream:
+        stream.writelines(line + "\n" for line in lines)
 
 
 def learn_codes(lines, merges):
@@ -100,26 +88,35 @@ def corpus_files(data_dir):
     return names
 
 
+def read_corpus(data_dir, names):
+    """`{name: lines}` of the files `names` of `data_dir`; the two sides of a pair
+    (`NAME.en`, `NAME.de`) must have one line each (`read_line_aligned`)."""
+    texts = {}
+    for name in names:
+        if name in texts:
+            continue
+        other = name[:-2] + ("de" if name.endswith(".en") else "en")
+        if other in names:
+            texts[name], texts[other] = read_line_aligned(
+                os.path.join(data_dir, name), os.path.join(data_dir, other))
+        else:
+            texts[name] = read_text(os.path.join(data_dir, name))
+    return texts
+
+
 def prepare(data_dir, output_dir, merges):
     names = corpus_files(data_dir)
     for side in ("train.en", "train.de"):
         if side not in names:
             raise ValueError(f"{data_dir}: no {side}")
-    tokenized = {
-        name: lowercase_and_moses_tokenize(read_lines(os.path.join(data_dir, name)),
-                                           name[-2:], escape=True)
-        for name in names
-    }
-    for name in names:
-        other = name[:-2] + ("de" if name.endswith(".en") else "en")
-        if other in tokenized and len(tokenized[other]) != len(tokenized[name]):
-            raise ValueError(f"{os.path.join(data_dir, name)} has {len(tokenized[name])} "
-                             f"lines, {os.path.join(data_dir, other)} "
-                             f"{len(tokenized[other])}: a pair must have one line each")
+    tokenized = {name: lowercase_and_moses_tokenize(lines, name[-2:], escape=True)
+                 for name, lines in read_corpus(data_dir, names).items()}
     codes = learn_codes(tokenized["train.en"] + tokenized["train.de"], merges)
-    write_lines(os.path.join(output_dir, "code"), codes.splitlines())
+    os.makedirs(output_dir, exist_ok=True)
+    write_text(os.path.join(output_dir, "code"), codes.splitlines())
     for name, lines in tokenized.items():
-        write_lines(os.path.join(output_dir, name), apply_codes(codes, lines))
+        os.makedirs(os.path.dirname(os.path.join(output_dir, name)), exist_ok=True)
+        write_text(os.path.join(output_dir, name), apply_codes(codes, lines))
     print(f"wrote {len(names)} files and code ({merges} merges) to {output_dir}")
 
 
@@ -142,7 +139,7 @@ def main(argv=None):
         if args.command == "prepare":
             prepare(args.data_dir, args.output_dir, args.merges)
         else:
-            write_lines(args.output, decode(read_lines(args.input), args.language))
+            write_text(args.output, decode(read_text(args.input), args.language))
     except (OSError, ValueError) as error:
         sys.exit(f"paper_text.py: {error}")
 
