@@ -35,6 +35,8 @@ from typing import Any
 
 import yaml
 
+from kerasnmt.layers.search.scoring import LENGTH_NORMALIZATIONS
+
 
 class ConfigError(ValueError):
     """Mistakes in a run configuration.
@@ -583,7 +585,22 @@ _SCHEMA = {
         "length_penalty": _Option(
             0.0,
             _Number(minimum=0),
-            "GNMT length penalty `alpha`: scores are divided by `((5 + length) / 6) ** alpha`.",
+            "Length penalty `alpha`: scores are divided by `((5 + length) / 6) ** alpha` (GNMT), "
+            "or by `length ** alpha` with `length_normalization: power`.",
+        ),
+        "length_normalization": _Option(
+            "gnmt",
+            _Choice(*LENGTH_NORMALIZATIONS),
+            "Divisor of the length penalty: `gnmt` (OpenNMT-tf's `((5 + length) / 6) ** "
+            "alpha`) or `power` (`length ** alpha`: fairseq's `--lenpen`, Marian's "
+            "`--normalize`, CTranslate2's `length_penalty`; `length` counts `</s>`).",
+        ),
+        "freeze_finished_scores": _Option(
+            False,
+            _Boolean(),
+            "Score a finished hypothesis with its own length from the step it emits `</s>` "
+            "(as fairseq and CTranslate2; `BeamSampler(freeze_finished_scores=True)`). "
+            "OpenNMT-tf (`false`) ranks it with its length plus one.",
         ),
         "coverage_penalty": _Option(
             0.0,

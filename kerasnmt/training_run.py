@@ -167,6 +167,8 @@ def build_sampler(config, n_best=None):
     return BeamSampler(
         beam_size=params["beam_width"],
         length_penalty=params["length_penalty"],
+        length_normalization=params["length_normalization"],
+        freeze_finished_scores=params["freeze_finished_scores"],
         coverage_penalty=params["coverage_penalty"],
         top_k=params["sampling_topk"],
         temperature=params["sampling_temperature"],

@@ -192,9 +192,35 @@ def test_beam_search_without_length_penalty_equals_kerasnmt(trained):
                                [best["log_prob"] for best in expected], atol=1e-4)
 
 
+def test_beam_search_with_the_power_length_penalty_equals_kerasnmt(trained):
+    """Beam 4, length penalty 0.6 with `length_normalization="power"` and frozen finished
+    scores: kerasnmt's score is then CTranslate2's, `log_prob / length ** alpha` with
+    `</s>` counted, so both return the same best hypotheses. Their scores differ only for
+    a hypothesis cut at its sentence's decoding limit below the sampler's `max_length`:
+    kerasnmt forces `</s>` there and counts it (with probability 1), CTranslate2 does not
+    (neither counts one at `max_length`)."""
+    translator, path = trained
+    sampler = BeamSampler(beam_size=4, length_penalty=LENGTH_PENALTY, max_length=MAX_LENGTH,
+                          length_normalization="power", freeze_finished_scores=True)
+    expected = _kerasnmt_best(translator, sampler)
+    results = _translate_with_ctranslate2(path, SENTENCES, beam_size=4,
+                                          length_penalty=LENGTH_PENALTY)
+    assert [tokens for tokens, _ in results] == [best["tokens"] for best in expected]
+    options = read_translate_options(path)
+    tokenize, _ = tokenizers(path)
+    for sentence, (tokens, score), best in zip(SENTENCES, results, expected):
+        limit = translate_batch_options(options, len(tokenize(sentence)))["max_decoding_length"]
+        counted = len(tokens) + 1 if len(tokens) < limit else len(tokens)
+        assert score == pytest.approx(best["log_prob"] / counted ** LENGTH_PENALTY, abs=1e-4)
+        counted = len(tokens) + 1 if len(tokens) < MAX_LENGTH else len(tokens)
+        assert best["score"] == pytest.approx(best["log_prob"] / counted ** LENGTH_PENALTY,
+                                              abs=1e-4)
+    assert any(best["score"] != best["log_prob"] for best in expected)
+
+
 def test_beam_search_with_length_penalty_differs_only_by_its_length_normalization(trained):
-    """Beam 4, length penalty 0.6: the two length penalties are different functions, and
-    no option of either makes them one. kerasnmt ranks every step's candidates by
+    """Beam 4, length penalty 0.6, kerasnmt's default (GNMT) normalization: the two
+    length penalties are different functions. kerasnmt ranks every step's candidates by
     OpenNMT-tf's GNMT score `log_prob / ((5 + length) / 6) ** alpha`, `length` counting
     `</s>` (plus one once finished, OpenNMT-tf's rule; a sentence's length limit forces
     `</s>`, so only a hypothesis cut at the sampler's `max_length` counts neither);

@@ -80,10 +80,11 @@ def next_token_log_probs(bart, example, prefixes):
     return tf.nn.log_softmax(tf.gather(logits, last, batch_dims=1)).numpy()
 
 
-def brute_force(bart, example, new_tokens, length_penalty, min_length):
+def brute_force(bart, example, new_tokens, length_penalty, min_length, normalization):
     """Every output of at most `new_tokens` tokens (ended by END, or cut at `new_tokens`)
-    with its score `log p / ((5 + length) / 6) ** length_penalty`, best first; END is
-    forbidden (the others renormalized) during the first `min_length` steps."""
+    with its score `log p / ((5 + length) / 6) ** length_penalty` (`normalization="gnmt"`)
+    or `log p / length ** length_penalty` (`"power"`), best first; END is forbidden (the
+    others renormalized) during the first `min_length` steps."""
     prefixes = [prefix for length in range(new_tokens)
                 for prefix in itertools.product(range(VOCAB_SIZE), repeat=length)
                 if END not in prefix]
@@ -102,23 +103,27 @@ def brute_force(bart, example, new_tokens, length_penalty, min_length):
         for token, log_prob in enumerate(step_log_probs(prefix)):
             if np.isfinite(log_prob) and (token == END or len(prefix) + 1 == new_tokens):
                 output = (*prefix, token)
-                score = (total + log_prob) / ((5 + len(output)) / 6) ** length_penalty
+                base = len(output) if normalization == "power" else (5 + len(output)) / 6
+                score = (total + log_prob) / base ** length_penalty
                 outputs.append(([START, *output] + [END] * (new_tokens - len(output)), score))
     return sorted(outputs, key=lambda output: -output[1])
 
 
-@pytest.mark.parametrize("length_penalty, min_length", [(1.0, 0), (0.6, 2)])
+@pytest.mark.parametrize("length_penalty, min_length, normalization",
+                         [(1.0, 0, "gnmt"), (0.6, 2, "gnmt"), (1.0, 0, "power")])
 def test_an_exhaustive_beam_finds_the_brute_force_best_outputs(bart, length_penalty,
-                                                               min_length):
+                                                               min_length, normalization):
     """With `VOCAB_SIZE ** new_tokens` beams nothing is pruned: the n-best lists are the
-    best outputs of all, by the GNMT length penalty (complete ones at their own length)."""
+    best outputs of all, by the length penalty (complete ones at their own length)."""
     new_tokens, n_best = 3, 6
     sampler = PenalizedBeamSampler(num_beams=VOCAB_SIZE ** new_tokens, n_best=n_best,
                                    length_penalty=length_penalty, min_length=min_length,
-                                   freeze_finished_scores=True)
+                                   freeze_finished_scores=True,
+                                   length_normalization=normalization)
     prompts, scores = sampler_outputs(bart, sampler, generate_inputs(new_tokens), (END,))
     for example in range(len(ENCODER_TOKENS)):
-        expected = brute_force(bart, example, new_tokens, length_penalty, min_length)[:n_best]
+        expected = brute_force(bart, example, new_tokens, length_penalty, min_length,
+                               normalization)[:n_best]
         assert prompts[example].numpy().tolist() == [ids for ids, _ in expected]
         np.testing.assert_allclose(scores[example], [score for _, score in expected],
                                    rtol=1e-4)
@@ -230,7 +235,8 @@ def test_one_beam_is_keras_hubs_greedy_sampler_in_a_causal_lm():
 
 def test_the_config_rebuilds_the_sampler():
     sampler = PenalizedBeamSampler(num_beams=3, length_penalty=0.6, n_best=2, min_length=1,
-                                   top_k=5, temperature=0.7, seed=4, early_exit=True)
+                                   top_k=5, temperature=0.7, seed=4, early_exit=True,
+                                   length_normalization="power")
     rebuilt = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(sampler))
     assert isinstance(rebuilt, PenalizedBeamSampler)
     assert rebuilt.get_config() == sampler.get_config()

@@ -14,6 +14,7 @@ from kerasnmt.layers.search import (
     TopKSampling,
 )
 from kerasnmt.layers.search.compacting_loop import batch_sizes
+from kerasnmt.layers.search.scoring import LENGTH_NORMALIZATIONS
 from kerasnmt.layers.search.top_k import SEED_RANGE
 
 
@@ -34,7 +35,10 @@ class BeamSampler(keras.layers.Layer):
     where `length` counts the tokens so far including the new one (it stops growing once a
     hypothesis has emitted `</s>`), accumulated attention that is still 0 counts as 1, and the
     coverage term applies only to hypotheses that finished at an earlier step (Wu et al.,
-    2016). With `top_k=1` the best `beam_size` candidates are kept; otherwise `beam_size`
+    2016). `length_normalization="power"` divides by `length ** length_penalty` instead
+    (fairseq's `--lenpen`, Marian's `--normalize`, CTranslate2's `length_penalty`; with
+    `freeze_finished_scores=True` a finished hypothesis scores `log_prob / length **
+    alpha`, `</s>` counted, as in fairseq). With `top_k=1` the best `beam_size` candidates are kept; otherwise `beam_size`
     candidates are drawn (with replacement) from the softmax of the best `top_k` scores (all
     of them when `top_k=0`) divided by `temperature`. Greedy decoding ranks and samples the
     plain log-probabilities. The loop stops when every hypothesis has emitted `</s>` or after
@@ -133,6 +137,8 @@ class BeamSampler(keras.layers.Layer):
             (see above) instead of all of them.
         compact_batch: stop each example as soon as it is done and decode the unfinished
             ones in smaller batches (see above).
+        length_normalization: the length penalty's divisor: `"gnmt"` (OpenNMT-tf's
+            `((5 + length) / 6) ** alpha`) or `"power"` (`length ** alpha`, see above).
         **kwargs: passed to `keras.layers.Layer` (e.g. `name`).
 
     Call arguments:
@@ -220,6 +226,7 @@ class BeamSampler(keras.layers.Layer):
         freeze_finished_scores=False,
         early_exit=False,
         compact_batch=False,
+        length_normalization="gnmt",
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -239,6 +246,9 @@ class BeamSampler(keras.layers.Layer):
             )
         if not temperature > 0:
             raise ValueError(f"BeamSampler: temperature must be > 0, got {temperature!r}")
+        if length_normalization not in LENGTH_NORMALIZATIONS:
+            raise ValueError(f"BeamSampler: length_normalization must be one of "
+                             f"{LENGTH_NORMALIZATIONS}, got {length_normalization!r}")
         if seed is not None:
             seed = _check_int("seed", seed, minimum=SEED_RANGE[0])
             if seed >= SEED_RANGE[1]:
@@ -255,6 +265,7 @@ class BeamSampler(keras.layers.Layer):
         self.freeze_finished_scores = bool(freeze_finished_scores)
         self.early_exit = bool(early_exit)
         self.compact_batch = bool(compact_batch)
+        self.length_normalization = length_normalization
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True
         self.built = True
@@ -301,6 +312,7 @@ class BeamSampler(keras.layers.Layer):
             min_length=self.min_length,
             length_penalty=self.length_penalty,
             coverage_penalty=self.coverage_penalty,
+            length_normalization=self.length_normalization,
             freeze_finished_scores=self.freeze_finished_scores,
             early_exit=self.early_exit,
         )
@@ -345,6 +357,7 @@ class BeamSampler(keras.layers.Layer):
             freeze_finished_scores=self.freeze_finished_scores,
             early_exit=self.early_exit,
             compact_batch=self.compact_batch,
+            length_normalization=self.length_normalization,
         )
         return config
 

@@ -41,7 +41,9 @@ class PenalizedBeamSampler(keras_hub.samplers.Sampler):
 
         score = cum_log_prob / ((5 + length) / 6) ** length_penalty
 
-    (Wu et al., 2016; `length` counts the tokens generated, the stop token included). A
+    (Wu et al., 2016; `length` counts the tokens generated, the stop token included), or
+    `cum_log_prob / length ** length_penalty` with `length_normalization="power"`
+    (fairseq's `--lenpen`). A
     hypothesis that emits the stop token is complete: it then emits only the stop token,
     keeps its log-probability, and stays in the beam; the loop ends when every hypothesis
     is complete or the prompt is full. keras-hub's `BeamSampler` instead goes on extending
@@ -69,11 +71,13 @@ class PenalizedBeamSampler(keras_hub.samplers.Sampler):
             of OpenNMT-tf's `length + 1` (see `kerasnmt.layers.BeamSampler`).
         early_exit: stop when the `n_best` best hypotheses of every example are complete.
         coverage_penalty: must be 0 (see above).
+        length_normalization: `"gnmt"` or `"power"`: the divisor of the length penalty
+            (see above).
     """
 
     def __init__(self, num_beams=4, length_penalty=0.0, n_best=1, min_length=0, top_k=1,
                  temperature=1.0, seed=None, freeze_finished_scores=False, early_exit=False,
-                 coverage_penalty=0.0):
+                 coverage_penalty=0.0, length_normalization="gnmt"):
         if coverage_penalty != 0:
             raise ValueError(
                 "PenalizedBeamSampler: coverage_penalty needs the attention weights of each "
@@ -109,8 +113,10 @@ class PenalizedBeamSampler(keras_hub.samplers.Sampler):
         self.seed = seed
         self.freeze_finished_scores = bool(freeze_finished_scores)
         self.early_exit = bool(early_exit)
+        self.length_normalization = length_normalization
         options = dict(n_best=n_best, min_length=min_length,
                        length_penalty=self.length_penalty,
+                       length_normalization=length_normalization,
                        freeze_finished_scores=self.freeze_finished_scores,
                        early_exit=self.early_exit)
         if top_k != 1:
@@ -197,5 +203,6 @@ class PenalizedBeamSampler(keras_hub.samplers.Sampler):
             seed=self.seed,
             freeze_finished_scores=self.freeze_finished_scores,
             early_exit=self.early_exit,
+            length_normalization=self.length_normalization,
         )
         return config

@@ -47,7 +47,10 @@ def log_softmax(logits):
     return shifted - np.log(np.exp(shifted).sum())
 
 
-def length_penalty(length, alpha):
+def length_penalty(length, alpha, normalization="gnmt"):
+    """GNMT's divisor (Wu et al., 2016), or fairseq's `length ** alpha`."""
+    if normalization == "power":
+        return float(length) ** alpha
     return ((5.0 + length) / 6.0) ** alpha
 
 
@@ -57,7 +60,7 @@ def coverage(accumulated_attention):
 
 
 def brute_force(table, start_id, max_length, alpha=0.0, beta=0.0, attention_table=None,
-                freeze_finished_scores=False, min_length=0):
+                freeze_finished_scores=False, min_length=0, normalization="gnmt"):
     """Every hypothesis of a Markov model, with the score a beam search ranks it by at its
     last step. Returns [(score, tokens without </s>, log_prob)], best first."""
     table = np.asarray(table, np.float64)
@@ -87,13 +90,13 @@ def brute_force(table, start_id, max_length, alpha=0.0, beta=0.0, attention_tabl
                 else:
                     scored_length = length + 1 if finished_earlier else length
                     with_coverage = finished_earlier
-                score = total / length_penalty(scored_length, alpha)
+                score = total / length_penalty(scored_length, alpha, normalization)
                 if with_coverage and beta:
                     score += beta * coverage(accumulated)
                 hypotheses.append((score, prefix, total))
             elif step + 1 == max_length:
-                hypotheses.append((total / length_penalty(max_length, alpha), prefix + [word],
-                                   total))
+                hypotheses.append((total / length_penalty(max_length, alpha, normalization),
+                                   prefix + [word], total))
             else:
                 extend(prefix + [word], word, total, accumulated)
 
@@ -124,7 +127,7 @@ def test_config_round_trip():
     kwargs = dict(beam_size=5, length_penalty=0.6, coverage_penalty=0.2, top_k=3,
                   temperature=0.7, n_best=2, max_length=17, min_length=3, seed=11,
                   freeze_finished_scores=True, early_exit=True, compact_batch=True,
-                  name="sampler")
+                  length_normalization="power", name="sampler")
     sampler = BeamSampler(**kwargs)
     config = sampler.get_config()
     for key, value in kwargs.items():
@@ -146,6 +149,7 @@ def test_config_round_trip():
     (dict(max_length=3, min_length=4), "min_length"),
     (dict(seed=2**40), "seed"),
     (dict(beam_size=2.0), "beam_size"),
+    (dict(length_normalization="average"), "length_normalization"),
 ])
 def test_bad_constructor_arguments_are_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -232,10 +236,12 @@ def test_gather_tree_follows_a_hand_made_parent_table():
 # ----------------------------------------------------------------------------- known answers
 
 
-@pytest.mark.parametrize("alpha, beta, freeze", [
-    (0.0, 0.0, False), (0.6, 0.0, False), (1.3, 0.0, True), (0.6, 0.4, False), (0.6, 0.4, True),
+@pytest.mark.parametrize("alpha, beta, freeze, normalization", [
+    (0.0, 0.0, False, "gnmt"), (0.6, 0.0, False, "gnmt"), (1.3, 0.0, True, "gnmt"),
+    (0.6, 0.4, False, "gnmt"), (0.6, 0.4, True, "gnmt"),
+    (1.0, 0.0, True, "power"), (0.6, 0.4, False, "power"),
 ])
-def test_exhaustive_beam_search_equals_brute_force(alpha, beta, freeze):
+def test_exhaustive_beam_search_equals_brute_force(alpha, beta, freeze, normalization):
     vocab_size, max_length = 5, 3
     rng = np.random.default_rng(1)
     # Rows 5 and 6 are start tokens that are never emitted: a start token that can be
@@ -244,7 +250,8 @@ def test_exhaustive_beam_search_equals_brute_force(alpha, beta, freeze):
     attention = rng.uniform(0.05, 0.6, size=[vocab_size + 2, 4]).astype(np.float32)
     attention[:, 3] = 0.0  # a source position never attended: counts as 1, not log(0)
     start_ids = [5, 6]
-    expected = [brute_force(table, start, max_length, alpha, beta, attention, freeze)
+    expected = [brute_force(table, start, max_length, alpha, beta, attention, freeze,
+                            normalization=normalization)
                 for start in start_ids]
     count = len(expected[0])
     assert count == 1 + 4 + 16 + 64  # </s> after 0, 1, 2 tokens, or 3 tokens unfinished
@@ -253,7 +260,7 @@ def test_exhaustive_beam_search_equals_brute_force(alpha, beta, freeze):
 
     sampler = BeamSampler(beam_size=vocab_size**max_length, n_best=count, max_length=max_length,
                           length_penalty=alpha, coverage_penalty=beta,
-                          freeze_finished_scores=freeze)
+                          freeze_finished_scores=freeze, length_normalization=normalization)
     outputs = sampler(markov_step_fn(table, attention), tf.constant(start_ids), END,
                       attention_size=4)
     for example, hypotheses in enumerate(expected):

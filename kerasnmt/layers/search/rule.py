@@ -25,6 +25,7 @@ Example:
 import tensorflow as tf
 
 from kerasnmt.layers.search.scoring import (
+    LENGTH_NORMALIZATIONS,
     coverage_penalty,
     force_or_forbid_end,
     length_penalty_divisor,
@@ -47,6 +48,8 @@ class SearchRule:
         min_length: `</s>` is forbidden during the first `min_length` steps.
         length_penalty: the exponent `alpha` of the length penalty; 0 disables it.
         coverage_penalty: the weight `beta` of the coverage penalty; 0 disables it.
+        length_normalization: the length penalty's divisor, `"gnmt"` or `"power"`
+            (`kerasnmt.layers.search.scoring.length_penalty_divisor`).
         freeze_finished_scores: score a hypothesis as complete from the step it emits
             `</s>`, instead of OpenNMT-tf's `length + 1` and one-step-late coverage.
         early_exit: an example is done when its `n_best` best hypotheses have finished,
@@ -54,12 +57,17 @@ class SearchRule:
     """
 
     def __init__(self, beam_size, n_best=1, min_length=0, length_penalty=0.0,
-                 coverage_penalty=0.0, freeze_finished_scores=False, early_exit=False):
+                 coverage_penalty=0.0, length_normalization="gnmt",
+                 freeze_finished_scores=False, early_exit=False):
+        if length_normalization not in LENGTH_NORMALIZATIONS:
+            raise ValueError(f"length_normalization must be one of {LENGTH_NORMALIZATIONS}, "
+                             f"got {length_normalization!r}")
         self.beam_size = beam_size
         self.n_best = n_best
         self.min_length = min_length
         self.length_penalty = length_penalty
         self.coverage_penalty = coverage_penalty
+        self.length_normalization = length_normalization
         self.freeze_finished_scores = freeze_finished_scores
         self.early_exit = early_exit
 
@@ -145,7 +153,8 @@ class SearchRule:
         log_sum_exp = tf.math.log(tf.reduce_sum(tf.exp(logits - row_max), axis=1, keepdims=True))
         penalty_divisor = length_penalty_divisor(hypotheses["lengths"], finished,
                                                  self.length_penalty,
-                                                 self.freeze_finished_scores)
+                                                 self.freeze_finished_scores,
+                                                 self.length_normalization)
         accumulated_attention = coverage = None
         ranking_logits = logits
         if self.coverage_penalty != 0:

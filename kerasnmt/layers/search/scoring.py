@@ -6,6 +6,10 @@ A candidate continues hypothesis `h` with word `w`; its score is
     (cum_log_prob(h) + log_prob(w | h)) / length_penalty_divisor(h)
     + coverage_penalty(h)   (only where it applies)
 
+where the divisor is GNMT's `((5 + length) / 6) ** alpha` (OpenNMT-tf's) or `length **
+alpha` (`length_normalization="power"`: fairseq's `--lenpen`, Marian's `--normalize`,
+CTranslate2's `length_penalty`).
+
 Every term but `log_prob(w | h)` is the same for the whole row of `h`, so a row's scores
 rise with its logits and an example's best candidates are among the best logits of each
 of its rows: only those are scored (`row_candidates`), and the vocabulary is read a few
@@ -20,6 +24,11 @@ Example:
     ...                                  length_penalty=1.0, freeze_finished_scores=True)
     >>> divisor.numpy().tolist()
     [[2.0], [2.0]]
+    >>> # fairseq's --lenpen 1: the average log-probability per token, </s> counted.
+    >>> length_penalty_divisor(tf.constant([6, 7]), tf.constant([False, True]),
+    ...                        length_penalty=1.0, freeze_finished_scores=True,
+    ...                        normalization="power").numpy().tolist()
+    [[7.0], [7.0]]
 """
 
 import tensorflow as tf
@@ -28,6 +37,9 @@ from kerasnmt.layers.search.top_k_by_chunks import top_k_by_chunks
 
 # OpenNMT-tf adds this to the </s> logit while `step < min_length`.
 END_PENALTY_BEFORE_MIN_LENGTH = -1e7
+
+# The length penalty's divisor: GNMT's `((5 + length) / 6) ** alpha`, or `length ** alpha`.
+LENGTH_NORMALIZATIONS = ("gnmt", "power")
 
 
 def force_or_forbid_end(logits, step, finished, end_id, min_length):
@@ -53,17 +65,22 @@ def force_or_forbid_end(logits, step, finished, end_id, min_length):
     return tf.cond(step < min_length, penalized, force_end_for_finished)
 
 
-def length_penalty_divisor(lengths, finished, length_penalty, freeze_finished_scores):
-    """`((5 + length) / 6) ** length_penalty`, `[rows, 1]` (1.0 when `length_penalty` is
-    0), where `length` counts the new token: OpenNMT-tf's `length + 1` also for finished
-    rows, unless `freeze_finished_scores` keeps their own length."""
+def length_penalty_divisor(lengths, finished, length_penalty, freeze_finished_scores,
+                           normalization="gnmt"):
+    """`((5 + length) / 6) ** length_penalty` (`normalization="gnmt"`) or `length **
+    length_penalty` (`"power"`), `[rows, 1]` (1.0 when `length_penalty` is 0), where
+    `length` counts the new token: OpenNMT-tf's `length + 1` also for finished rows,
+    unless `freeze_finished_scores` keeps their own length."""
     if length_penalty == 0:
         return 1.0
     if freeze_finished_scores:
         lengths = tf.where(finished, lengths, lengths + 1)
     else:
         lengths = lengths + 1
-    return tf.pow((5.0 + tf.cast(lengths[:, tf.newaxis], tf.float32)) / 6.0, length_penalty)
+    lengths = tf.cast(lengths[:, tf.newaxis], tf.float32)
+    if normalization == "power":
+        return tf.pow(lengths, length_penalty)
+    return tf.pow((5.0 + lengths) / 6.0, length_penalty)
 
 
 def coverage_penalty(accumulated_attention, weight):
