@@ -11,7 +11,8 @@ layer relative-position Transformer (256 units, 4 heads, FFN 1024,
 batches of 4096, beam 4 and length penalty 0.6. `--recipe tiny` trains
 `examples/multi30k_tiny/run.yml`: the published tiny Transformer (4+4 post-norm layers, 128
 units, FFN 256, dropout 0.3, sinusoidal positions) on a joint 8k SentencePiece BPE
-vocabulary of the whole training corpus, 8,192-token batches, beam 5 and length penalty 2.
+vocabulary of the whole training corpus, 8,192-token batches, beam 5 and fairseq's length
+normalization (`--lenpen 1`).
 Its 2,000 warm-up updates outlast a 25-minute run: `--warmup-steps` shortens them, and
 `--mixed-precision auto` trains in bfloat16 where the CPU has the instructions
 (`train.mixed_precision`), for the budget's own variant of the recipe.
@@ -207,7 +208,8 @@ def main():
     print(f"training: {steps} steps in {train_seconds:.0f} s ({step_tokens:.0f} source+target "
           f"tokens a step), {steps * step_tokens / train_seconds:.0f} source+target tokens/s")
     print(f"decoding: {len(sources)} sentences (beam {params['beam_width']}, length penalty "
-          f"{params['length_penalty']:g}{', early exit' if args.early_exit else ''}) in "
+          f"{params['length_penalty']:g} ({params['length_normalization']})"
+          f"{', early exit' if args.early_exit else ''}) in "
           f"{decode_seconds:.1f} s, "
           f"{target_tokens / decode_seconds:.0f} target tokens/s, "
           f"{len(sources) / decode_seconds:.1f} sentences/s")
