@@ -1,6 +1,7 @@
 """`Translator.fit` and `Translator.evaluate` on raw sentences: the data a user gives ->
 the model's `(x, y)` batches, gradient accumulation, then Keras' own loop."""
 
+import math
 import warnings
 
 import keras
@@ -170,11 +171,21 @@ def fit(translator, x=None, y=None, batch_size=None, batch_type="examples",
     )
 
 
-def evaluate(translator, x=None, y=None, batch_size=None, batch_type="examples", **kwargs):
-    """`Translator.evaluate`: `keras.Model.evaluate` on the batches of `training_batches`."""
+def evaluate(translator, x=None, y=None, batch_size=None, batch_type="examples",
+             return_dict=False, **kwargs):
+    """`Translator.evaluate`: `keras.Model.evaluate` on the batches of `training_batches`,
+    with `loss` the token cross-entropy of the whole set (as OpenNMT-tf and fairseq report
+    it): Keras averages each batch's loss weighted by its sentences, which weighs the
+    tokens of batches of short sentences more. It is the log of `perplexity`, the
+    token-weighted mean the model's metric keeps."""
     dataset = training_batches(translator, x, y, batch_size, False, dict(batch_type=batch_type),
                                "evaluate", training=False)
     with warnings.catch_warnings():
         # Keras warns when a dataset of unknown length ends, which here is normal.
         warnings.filterwarnings("ignore", message="Your input ran out of data")
-        return keras.Model.evaluate(translator, dataset, **kwargs)
+        results = keras.Model.evaluate(translator, dataset, return_dict=True, **kwargs)
+    results["loss"] = math.log(results["perplexity"])
+    if return_dict:
+        return results
+    flat = translator._flatten_metrics_in_order(results)
+    return flat[0] if len(flat) == 1 else flat

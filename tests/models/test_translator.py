@@ -290,20 +290,32 @@ def test_loss_is_summed_cross_entropy_plus_guided_alignment_over_target_tokens()
     assert math.isclose(evaluation_loss, np.mean(nll), rel_tol=1e-5)
 
 
-def test_evaluate_reports_accuracy_and_perplexity():
+def test_evaluate_reports_the_token_cross_entropy_accuracy_and_perplexity():
+    """Over all target tokens of the set, though evaluate sees them in batches of 2
+    sentences of unequal lengths (Keras would average the batches' losses by sentences)."""
     translator = tiny_translator()
     translator.compile(optimizer="adam", run_eagerly=True)
     sources, targets = corpus(6, seed=4)
-    results = translator.evaluate(sources, targets, batch_size=6, return_dict=True, verbose=0)
+    results = translator.evaluate(sources, targets, batch_size=2, return_dict=True, verbose=0)
+    loss, accuracy_value, perplexity = translator.evaluate(sources, targets, batch_size=2,
+                                                           verbose=0)
+    assert (loss, accuracy_value, perplexity) == (
+        results["loss"], results["accuracy"], results["perplexity"])
     x, y = _model_batch(translator, sources, targets)
     logits = translator(x)["logits"].numpy().astype(np.float64)
     mask = np.arange(logits.shape[1])[None, :] < y["length"].numpy()[:, None]
     accuracy = (logits.argmax(-1) == y["ids_out"].numpy())[mask].mean()
     log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
     label_log_probs = np.take_along_axis(log_probs, y["ids_out"].numpy()[..., None], -1)[..., 0]
-    # Over all target tokens, though evaluate saw them in several length buckets.
     assert math.isclose(results["accuracy"], accuracy, rel_tol=1e-6)
-    assert math.isclose(results["perplexity"], math.exp(-label_log_probs[mask].mean()), rel_tol=1e-5)
+    token_nll = -label_log_probs[mask].mean()
+    assert math.isclose(results["perplexity"], math.exp(token_nll), rel_tol=1e-5)
+    assert math.isclose(results["loss"], token_nll, rel_tol=1e-5)
+    # The batches' lengths differ, so weighing sentences instead of tokens would not do.
+    lengths = y["length"].numpy()
+    sentence_means = [-label_log_probs[b, :n].mean() for b, n in enumerate(lengths)]
+    assert len(set(lengths)) > 2
+    assert not math.isclose(np.mean(sentence_means), token_nll, rel_tol=1e-3)
 
 
 @pytest.mark.parametrize("wrapped", [False, True])
