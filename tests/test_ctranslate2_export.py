@@ -210,11 +210,12 @@ def test_beam_search_with_the_power_length_penalty_equals_kerasnmt(trained):
     tokenize, _ = tokenizers(path)
     for sentence, (tokens, score), best in zip(SENTENCES, results, expected):
         limit = translate_batch_options(options, len(tokenize(sentence)))["max_decoding_length"]
-        counted = len(tokens) + 1 if len(tokens) < limit else len(tokens)
-        assert score == pytest.approx(best["log_prob"] / counted ** LENGTH_PENALTY, abs=1e-4)
-        counted = len(tokens) + 1 if len(tokens) < MAX_LENGTH else len(tokens)
-        assert best["score"] == pytest.approx(best["log_prob"] / counted ** LENGTH_PENALTY,
-                                              abs=1e-4)
+        ctranslate2_length = len(tokens) + (len(tokens) < limit)
+        kerasnmt_length = len(tokens) + (len(tokens) < MAX_LENGTH)
+        assert score == pytest.approx(best["log_prob"] / ctranslate2_length ** LENGTH_PENALTY,
+                                      abs=1e-4)
+        assert best["score"] == pytest.approx(
+            best["log_prob"] / kerasnmt_length ** LENGTH_PENALTY, abs=1e-4)
     assert any(best["score"] != best["log_prob"] for best in expected)
 
 

@@ -14,7 +14,7 @@ from kerasnmt.layers.search import (
     TopKSampling,
 )
 from kerasnmt.layers.search.compacting_loop import batch_sizes
-from kerasnmt.layers.search.scoring import LENGTH_NORMALIZATIONS
+from kerasnmt.layers.search.scoring import check_length_normalization
 from kerasnmt.layers.search.top_k import SEED_RANGE
 
 
@@ -246,9 +246,7 @@ class BeamSampler(keras.layers.Layer):
             )
         if not temperature > 0:
             raise ValueError(f"BeamSampler: temperature must be > 0, got {temperature!r}")
-        if length_normalization not in LENGTH_NORMALIZATIONS:
-            raise ValueError(f"BeamSampler: length_normalization must be one of "
-                             f"{LENGTH_NORMALIZATIONS}, got {length_normalization!r}")
+        check_length_normalization(length_normalization, "BeamSampler")
         if seed is not None:
             seed = _check_int("seed", seed, minimum=SEED_RANGE[0])
             if seed >= SEED_RANGE[1]:

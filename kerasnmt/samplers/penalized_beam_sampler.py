@@ -28,6 +28,7 @@ import keras_hub
 import tensorflow as tf
 
 from kerasnmt.layers.search import BeamRanking, Greedy, TopKSampling
+from kerasnmt.layers.search.scoring import check_length_normalization
 from kerasnmt.layers.search.top_k import SEED_RANGE
 
 
@@ -104,6 +105,7 @@ class PenalizedBeamSampler(keras_hub.samplers.Sampler):
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)
                                  or not SEED_RANGE[0] <= seed < SEED_RANGE[1]):
             raise ValueError(f"PenalizedBeamSampler: seed must be None or an int32, got {seed!r}")
+        check_length_normalization(length_normalization, "PenalizedBeamSampler")
         super().__init__(temperature=float(temperature))
         self.num_beams = num_beams
         self.length_penalty = float(length_penalty)

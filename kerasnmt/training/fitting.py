@@ -187,5 +187,4 @@ def evaluate(translator, x=None, y=None, batch_size=None, batch_type="examples",
     results["loss"] = math.log(results["perplexity"])
     if return_dict:
         return results
-    flat = translator._flatten_metrics_in_order(results)
-    return flat[0] if len(flat) == 1 else flat
+    return translator._flatten_metrics_in_order(results)

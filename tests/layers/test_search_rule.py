@@ -3,6 +3,7 @@
 import math
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from kerasnmt.layers.search import BeamRanking, Greedy, TopKSampling
@@ -82,3 +83,8 @@ def test_top_k_sampling_draws_among_the_top_k_reproducibly():
                                              seed_step=tf.constant(step))
             draws.append(word_ids.numpy().tolist())
         assert draws[0] == draws[1] and set(draws[0]) <= {3, 4}
+
+
+def test_an_unknown_length_normalization_is_refused():
+    with pytest.raises(ValueError, match=r"BeamRanking: length_normalization must be one of"):
+        BeamRanking(beam_size=2, length_normalization="average")

@@ -25,7 +25,7 @@ Example:
 import tensorflow as tf
 
 from kerasnmt.layers.search.scoring import (
-    LENGTH_NORMALIZATIONS,
+    check_length_normalization,
     coverage_penalty,
     force_or_forbid_end,
     length_penalty_divisor,
@@ -59,9 +59,7 @@ class SearchRule:
     def __init__(self, beam_size, n_best=1, min_length=0, length_penalty=0.0,
                  coverage_penalty=0.0, length_normalization="gnmt",
                  freeze_finished_scores=False, early_exit=False):
-        if length_normalization not in LENGTH_NORMALIZATIONS:
-            raise ValueError(f"length_normalization must be one of {LENGTH_NORMALIZATIONS}, "
-                             f"got {length_normalization!r}")
+        check_length_normalization(length_normalization, type(self).__name__)
         self.beam_size = beam_size
         self.n_best = n_best
         self.min_length = min_length

@@ -42,6 +42,13 @@ END_PENALTY_BEFORE_MIN_LENGTH = -1e7
 LENGTH_NORMALIZATIONS = ("gnmt", "power")
 
 
+def check_length_normalization(normalization, owner):
+    """Refuses a `length_normalization` not in `LENGTH_NORMALIZATIONS`, naming `owner`."""
+    if normalization not in LENGTH_NORMALIZATIONS:
+        raise ValueError(f"{owner}: length_normalization must be one of "
+                         f"{LENGTH_NORMALIZATIONS}, got {normalization!r}")
+
+
 def force_or_forbid_end(logits, step, finished, end_id, min_length):
     """Finished rows emit </s> with probability 1; before min_length </s> gets -1e7.
 
