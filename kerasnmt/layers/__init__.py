@@ -1,6 +1,7 @@
 """Public Keras layers of kerasnmt."""
 
 from kerasnmt.layers.beam_sampler import BeamSampler
+from kerasnmt.layers.dropout import Dropout
 from kerasnmt.layers.relative_multi_head_attention import RelativeMultiHeadAttention
 from kerasnmt.layers.sinusoidal_position_encoding import SinusoidalPositionEncoding
 from kerasnmt.layers.transformer_decoder import TransformerDecoder
@@ -15,6 +16,7 @@ from kerasnmt.layers.whitespace_tokenizer import WhitespaceTokenizer
 
 __all__ = [
     "BeamSampler",
+    "Dropout",
     "RelativeMultiHeadAttention",
     "SinusoidalPositionEncoding",
     "TransformerDecoder",

@@ -2,6 +2,8 @@
 
 import keras
 
+from kerasnmt.layers.dropout import Dropout
+
 
 @keras.saving.register_keras_serializable(package="kerasnmt")
 class FeedForwardNetwork(keras.layers.Layer):
@@ -39,7 +41,7 @@ class FeedForwardNetwork(keras.layers.Layer):
         self.inner = keras.layers.Dense(
             inner_dim, activation=self.activation, dtype=self.dtype_policy, name="inner"
         )
-        self.inner_dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.inner_dropout = Dropout(dropout, dtype=self.dtype_policy)
         self.outer = keras.layers.Dense(output_dim, dtype=self.dtype_policy, name="outer")
 
     def build(self, inputs_shape):

@@ -3,6 +3,8 @@
 import keras
 import tensorflow as tf
 
+from kerasnmt.layers.dropout import Dropout
+
 # Added to masked logits (computed in float32) so that their softmax weight is exactly zero.
 _MASKED_LOGIT = -1e9
 
@@ -105,7 +107,7 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         self.key_dense = self._projection(inner_dim, "key")
         self.value_dense = self._projection(inner_dim, "value")
         self.output_dense = None  # Its size is the query size, known in build().
-        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.dropout_layer = Dropout(dropout, dtype=self.dtype_policy)
 
     def _projection(self, units, name):
         return keras.layers.Dense(

@@ -2,6 +2,7 @@
 
 import keras
 
+from kerasnmt.layers.dropout import Dropout
 from kerasnmt.layers.sinusoidal_position_encoding import SinusoidalPositionEncoding
 from kerasnmt.layers.transformer_encoder_layer import LAYER_NORM_EPSILON, TransformerEncoderLayer
 
@@ -77,7 +78,7 @@ class TransformerEncoder(keras.layers.Layer):
         self.position_encoding = (
             SinusoidalPositionEncoding(dtype=policy) if maximum_relative_position is None else None
         )
-        self.input_dropout = keras.layers.Dropout(dropout, dtype=policy)
+        self.input_dropout = Dropout(dropout, dtype=policy)
         # One attribute per layer, not a list: TensorFlow checkpoints (tf.train.Checkpoint)
         # do not follow Keras' tracked lists.
         for i in range(num_layers):

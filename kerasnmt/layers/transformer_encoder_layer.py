@@ -2,6 +2,7 @@
 
 import keras
 
+from kerasnmt.layers.dropout import Dropout
 from kerasnmt.layers.feed_forward_network import FeedForwardNetwork
 from kerasnmt.layers.relative_multi_head_attention import RelativeMultiHeadAttention
 
@@ -113,7 +114,7 @@ class TransformerEncoderLayer(keras.layers.Layer):
         self.ffn_norm = keras.layers.LayerNormalization(
             epsilon=LAYER_NORM_EPSILON, dtype=policy, name="ffn_norm"
         )
-        self.output_dropout = keras.layers.Dropout(dropout, dtype=policy)
+        self.output_dropout = Dropout(dropout, dtype=policy)
 
     def build(self, inputs_shape):
         shape = (None, None, self.num_units)
