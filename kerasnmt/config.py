@@ -507,7 +507,9 @@ _SCHEMA = {
         "optimizer": _Option(
             "Adam",
             _OptimizerName(),
-            "Optimizer class name in `keras.optimizers` (`Adam`, `AdamW`, `Adafactor`, ...).",
+            "Optimizer class name in `keras.optimizers` (`Adam`, `AdamW`, `Adafactor`, ...). "
+            "`Adam` runs as `kerasnmt.training.FusedAdam`: the same update, one TensorFlow "
+            "operation a variable.",
         ),
         "optimizer_params": _Option(
             {"beta_1": 0.9, "beta_2": 0.998},

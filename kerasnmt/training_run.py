@@ -49,6 +49,7 @@ from kerasnmt.layers import (
 from kerasnmt.models import Translator
 from kerasnmt.training import (
     CheckpointCallback,
+    FusedAdam,
     InvSqrtDecay,
     MovingAverage,
     NoamDecay,
@@ -265,7 +266,8 @@ def build_optimizer(config):
             minimum_learning_rate=params["minimum_learning_rate"],
             accumulation_steps=steps,
         )
-    optimizer_class = getattr(keras.optimizers, params["optimizer"])
+    optimizer_class = (FusedAdam if params["optimizer"] == "Adam"
+                       else getattr(keras.optimizers, params["optimizer"]))
     return optimizer_class(
         learning_rate=learning_rate,
         gradient_accumulation_steps=steps if steps > 1 else None,

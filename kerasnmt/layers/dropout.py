@@ -11,14 +11,14 @@ class Dropout(keras.layers.Dropout):
     """`keras.layers.Dropout` whose mask costs half of its random numbers.
 
     In training, a position is kept when its 16-bit random number is at least
-    `t = round(rate * 65536)`, and the kept values are scaled by `65536 / (65536 - t)`, so
-    the output's expectation is the input (the rate applied is `t / 65536`, within
-    `2 ** -17` of `rate`). Each 32-bit number of Philox (named explicitly: TensorFlow's
-    default algorithm is about 85 times slower under XLA on CPU) decides two positions of
-    the last axis: its low 16 bits position `i`, its high 16 bits position
-    `i + ceil(n / 2)`. Keras' own path serves `noise_shape` and rates too close to 0 or 1
-    for 16 bits. On CPU this takes a fifth off dropout's forward and backward time
-    (a quarter under XLA).
+    `t = round(rate * 65536)`, and the kept values are scaled by `65536 / (65536 - t)`
+    (rounded to the compute dtype, as Keras rounds its `1 / (1 - rate)`): in float32 the
+    output's expectation is the input, the rate applied `t / 65536` (within `2 ** -17` of
+    `rate`). Each 32-bit number of Philox (named explicitly: TensorFlow's default
+    algorithm is about 85 times slower under XLA on CPU) decides two positions of the last
+    axis: its low 16 bits position `i`, its high 16 bits position `i + ceil(n / 2)`.
+    Keras' own path serves `noise_shape` and rates too close to 0 or 1 for 16 bits. On CPU
+    this takes a fifth off dropout's forward and backward time (a quarter under XLA).
 
     Args:
         rate: the fraction of positions zeroed in training.

@@ -27,6 +27,7 @@ from kerasnmt.training.losses import (
     guided_alignment_cost,
 )
 from kerasnmt.training import fitting
+from kerasnmt.training.fused_adam import FusedAdam
 from kerasnmt.training.noam_decay import NoamDecay
 from kerasnmt.training.perplexity import Perplexity
 
@@ -784,11 +785,12 @@ class Translator(keras.Model):
     def compile(self, optimizer=None, **kwargs):
         """`keras.Model.compile`; the default optimizer is OpenNMT-tf's Transformer one.
 
-        That is Adam (`beta_2=0.998`) with `NoamDecay(2.0, num_units, 8000)`. No loss is
-        given: the model computes its own. Pass `jit_compile=True` for XLA.
+        That is Adam (`beta_2=0.998`, applied by `kerasnmt.training.FusedAdam`) with
+        `NoamDecay(2.0, num_units, 8000)`. No loss is given: the model computes its own. Pass
+        `jit_compile=True` for XLA.
         """
         if optimizer is None:
-            optimizer = keras.optimizers.Adam(
+            optimizer = FusedAdam(
                 NoamDecay(2.0, self.num_units, 8000), beta_1=0.9, beta_2=0.998
             )
         super().compile(optimizer=optimizer, **kwargs)

@@ -3,6 +3,7 @@ losses, metrics, checkpoints."""
 
 from kerasnmt.training.average_checkpoints import average_checkpoints
 from kerasnmt.training.checkpoint_callback import CheckpointCallback
+from kerasnmt.training.fused_adam import FusedAdam
 from kerasnmt.training.inv_sqrt_decay import InvSqrtDecay
 from kerasnmt.training.losses import cross_entropy_sequence_loss, guided_alignment_cost
 from kerasnmt.training.moving_average import MovingAverage
@@ -13,6 +14,7 @@ from kerasnmt.training.schedule_wrapper import ScheduleWrapper
 
 __all__ = [
     "CheckpointCallback",
+    "FusedAdam",
     "InvSqrtDecay",
     "MovingAverage",
     "NoamDecay",
