@@ -316,13 +316,15 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
             heads = tf.transpose(tf.matmul(dropped_weights, values), [0, 2, 1, 3])
         else:
             heads = tf.einsum("bhts,bhsd->bthd", dropped_weights, values)
-        if self.maximum_relative_position is not None and full_sequence:
-            heads += _relative_heads(dropped_weights, self.relative_position_values,
-                                     bucket_one_hot)
-        elif self.maximum_relative_position is not None:
-            weight_per_bucket = tf.einsum(f"bhts,{relative}->bhtr", dropped_weights,
-                                          bucket_one_hot)
-            heads += tf.einsum("bhtr,rd->bthd", weight_per_bucket, self.relative_position_values)
+        if self.maximum_relative_position is not None:
+            if full_sequence:
+                heads += _relative_heads(dropped_weights, self.relative_position_values,
+                                         bucket_one_hot)
+            else:
+                weight_per_bucket = tf.einsum(f"bhts,{relative}->bhtr", dropped_weights,
+                                              bucket_one_hot)
+                heads += tf.einsum("bhtr,rd->bthd", weight_per_bucket,
+                                   self.relative_position_values)
         heads = tf.reshape(heads, [query_shape[0], query_shape[1], self.num_heads * self.key_dim])
         outputs = self.output_dense(heads)
         if uses_memory_cache and return_attention_scores:  # [B, H, K*T, S] -> [B*K, H, T, S]
