@@ -1,5 +1,7 @@
 """Multi-head attention with Shaw et al. relative position representations and a decoding cache."""
 
+import functools
+
 import keras
 import tensorflow as tf
 
@@ -7,6 +9,12 @@ from kerasnmt.layers.dropout import Dropout
 
 # Added to masked logits (computed in float32) so that their softmax weight is exactly zero.
 _MASKED_LOGIT = -1e9
+# A beam cache holds its positions in segments [0, 16), [16, 32), [32, 64), ... (each twice
+# the previous one's end): a step reads only the segments that hold a position it attends.
+_FIRST_SEGMENT_LENGTH = 16
+# The key position of each segment's spare entry, where the rows whose step lies in another
+# segment write: later than any query, so that the causal mask hides it.
+_SPARE_POSITION = 2**30
 
 
 @keras.saving.register_keras_serializable(package="kerasnmt")
@@ -157,6 +165,16 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         `[B, beam_size, max_length]`) when hypotheses change places, never the keys and
         values, and each query is scored against the `beam_size` slots of its example.
 
+        The keys and values of a beam cache are held in segments of positions `[0, 16)`,
+        `[16, 32)`, `[32, 64)`, ... (the last one ending at `max_length`), each with a
+        spare entry at its end: a step writes its position into the segment that holds
+        it (and into the spare entry of the others), and reads only the segments that
+        start at or before the deepest step of its rows. A step attends over at most
+        about twice its position, not `max_length` positions: with `max_length = 43`
+        (a source width of 16 and a length limit `2 S + 10`), a step among the first 16
+        reads 17 entries instead of 43. The attention weights a call returns then have
+        one entry per segment entry, spare entries included (weight 0).
+
         Args:
             batch_size: the batch size `B` (examples, with `beam_size`).
             max_length: the number of positions the cache holds.
@@ -164,17 +182,20 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
 
         Returns:
             `{"keys": ..., "values": ...}`, each `[B, num_heads, max_length, key_dim]`; with
-            `beam_size`, `[B, num_heads, beam_size, max_length, key_dim]` and a zero
-            `"history"`.
+            `beam_size`, each a list of segments `[B, num_heads, beam_size, P + 1, key_dim]`
+            (`P` positions and the spare entry), and a zero `"history"`.
         """
         if beam_size is None:
             shape = [batch_size, self.num_heads, max_length, self.key_dim]
             zeros = tf.zeros(shape, dtype=self.compute_dtype)
             return {"keys": zeros, "values": zeros}
-        shape = [batch_size, self.num_heads, beam_size, max_length, self.key_dim]
-        zeros = tf.zeros(shape, dtype=self.compute_dtype)
+        segments = [
+            tf.zeros([batch_size, self.num_heads, beam_size, end - start + 1, self.key_dim],
+                     dtype=self.compute_dtype)
+            for start, end in _segment_bounds(max_length)
+        ]
         history = tf.zeros([batch_size, beam_size, max_length], tf.int32)
-        return {"keys": zeros, "values": zeros, "history": history}
+        return {"keys": segments, "values": list(segments), "history": history}
 
     def project_memory(self, value):
         """Projects encoder outputs `[B, S, D_v]` once into cross-attention keys and values.
@@ -206,6 +227,7 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         return_attention_scores=False,
     ):
         incremental = cache is not None and step is not None
+        beam_cache = incremental and "history" in cache
         uses_memory_cache = cache is not None and step is None
         is_self_attention = value is None and not uses_memory_cache
         if self.maximum_relative_position is not None and not is_self_attention:
@@ -233,21 +255,15 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
             source = query if value is None else tf.cast(value, self.compute_dtype)
             keys = self._split_heads(self.key_dense(source))
             values = self._split_heads(self.value_dense(source))
-            if incremental and "history" in cache:  # a beam cache [B, H, K, L, D]
-                keys = _write_beam_at(cache["keys"], keys, step)
-                values = _write_beam_at(cache["values"], values, step)
+            if beam_cache:  # segments [B, H, K, P + 1, D]
+                keys = _write_beam_segments(cache["keys"], keys, step)
+                values = _write_beam_segments(cache["values"], values, step)
                 cache = {"keys": keys, "values": values,
                          "history": _write_history(cache["history"], step)}
             elif incremental:
                 keys = _write_at(cache["keys"], keys, step)
                 values = _write_at(cache["values"], values, step)
                 cache = {"keys": keys, "values": values}
-        # A beam cache: each hypothesis reads its positions from the slots its history names.
-        beam_selector = None
-        if incremental and "history" in cache:
-            beam_selector = tf.one_hot(cache["history"], cache["history"].shape[1], axis=2,
-                                       dtype=queries.dtype)  # [B, K, J, L]
-
         # Cached keys and values are head-major [B, H, S, D]; others [B, S, H, D], made
         # head-major here for batched matrix products (on CPU, forward and backward take
         # a fifth less time than tf.einsum's, which transposes its operands at each call).
@@ -256,8 +272,11 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
             keys = tf.transpose(keys, [0, 2, 1, 3])
             values = tf.transpose(values, [0, 2, 1, 3])
         query_length = tf.shape(queries)[1]
-        key_length = tf.shape(keys)[-2]
-        key_positions = tf.range(key_length)
+        if beam_cache:
+            key_positions = _segment_key_positions(keys)
+            newest = tf.reduce_max(step)  # the segments after it are not read
+        else:
+            key_positions = tf.range(tf.shape(keys)[-2])
         # The query positions: [T], or [rows, T] when each example has its own step.
         per_row = incremental and tf.convert_to_tensor(step).shape.rank == 1
         if per_row:
@@ -267,8 +286,8 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         else:
             query_positions = (step if incremental else 0) + tf.range(query_length)
 
-        if beam_selector is not None:
-            logits = _beam_logits(queries, keys, beam_selector)
+        if beam_cache:
+            logits = _beam_logits(queries, keys, cache["history"], newest)
         elif full_sequence:
             logits = tf.matmul(tf.transpose(queries, [0, 2, 1, 3]), keys, transpose_b=True)
         else:
@@ -310,8 +329,8 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         weights = tf.cast(tf.nn.softmax(logits, axis=-1), self.compute_dtype)
         dropped_weights = self.dropout_layer(weights, training=training)
 
-        if beam_selector is not None:
-            heads = _beam_heads(dropped_weights, values, beam_selector)
+        if beam_cache:
+            heads = _beam_heads(dropped_weights, values, cache["history"], newest)
         elif full_sequence:
             heads = tf.transpose(tf.matmul(dropped_weights, values), [0, 2, 1, 3])
         else:
@@ -409,42 +428,129 @@ def _per_example(step, shape, rank):
     return tf.broadcast_to(step, shape)
 
 
-def _write_beam_at(cache, update, step):
-    """Returns a beam cache `[B, H, K, L, D]` with `update` `[B*K, 1, H, D]` (row `b*K + k`)
-    written at slot `k`, position `step`: a scatter of the `B * H * K` new vectors."""
-    shape = tf.shape(cache)
+def _segment_bounds(max_length):
+    """The `(start, end)` positions of the segments of a beam cache of `max_length`
+    positions: `[0, 16)`, `[16, 32)`, `[32, 64)`, ..., the last one cut at `max_length`."""
+    bounds, start = [], 0
+    while start < max_length:
+        end = min(max(2 * start, _FIRST_SEGMENT_LENGTH), max_length)
+        bounds.append((start, end))
+        start = end
+    return bounds
+
+
+def _segment_starts(segments):
+    """The first position of each segment `[B, H, K, P + 1, D]` (`P` positions and the
+    spare entry)."""
+    starts, start = [], 0
+    for segment in segments:
+        starts.append(start)
+        start += segment.shape[3] - 1
+    return starts
+
+
+def _segment_key_positions(segments):
+    """The key position of every entry of the segments, in order, int32 `[sum(P + 1)]`."""
+    positions = []
+    for start, segment in zip(_segment_starts(segments), segments):
+        positions += list(range(start, start + segment.shape[3] - 1)) + [_SPARE_POSITION]
+    return tf.constant(positions, tf.int32)
+
+
+def _write_beam_segments(segments, update, step):
+    """The segments of a beam cache with `update` `[B*K, 1, H, D]` (row `b*K + k`) written
+    at slot `k` of position `step` (a scalar, or `[B]`) in the segment that holds it, and
+    at the spare entry of the others: a scatter of the `B * H * K` new vectors each."""
+    shape = tf.shape(segments[0])
     update = tf.transpose(tf.reshape(update, [shape[0], shape[2], shape[1], shape[4]]),
                           [0, 2, 1, 3])  # [B, H, K, D]
     batch, heads, slots = tf.meshgrid(tf.range(shape[0]), tf.range(shape[1]),
                                       tf.range(shape[2]), indexing="ij")
-    positions = _per_example(step, tf.shape(batch), rank=3)
-    indices = tf.stack([batch, heads, slots, positions], axis=-1)  # [B, H, K, 4]
-    return tf.tensor_scatter_nd_update(cache, indices, tf.cast(update, cache.dtype))
+    step = _per_example(step, tf.shape(batch), rank=3)
+    written = []
+    for start, segment in zip(_segment_starts(segments), segments):
+        length = segment.shape[3] - 1
+        position = step - start
+        position = tf.where((position >= 0) & (position < length), position, length)
+        indices = tf.stack([batch, heads, slots, position], axis=-1)  # [B, H, K, 4]
+        written.append(tf.tensor_scatter_nd_update(segment, indices,
+                                                   tf.cast(update, segment.dtype)))
+    return written
 
 
-def _beam_logits(queries, keys, beam_selector):
-    """Attention logits `[B*K, H, 1, L]` of queries `[B*K, 1, H, D]` against a beam cache of
-    keys `[B, H, K, L, D]`: each query is scored against the keys of every slot of its
+def _read_segments(segments, history, newest, read, skipped):
+    """`read(index, segment, selector)` of each segment of a beam cache, or
+    `skipped(segment)` for the segments that start after `newest` (no row attends to
+    them). `selector`: the one-hot `[B, K, J, P + 1]` of the slot that holds each position
+    of each hypothesis (the spare entry: slot 0)."""
+    results = []
+    for index, (start, segment) in enumerate(zip(_segment_starts(segments), segments)):
+        length = segment.shape[3] - 1
+
+        def read_segment(index=index, segment=segment, start=start, length=length):
+            slots = tf.pad(history[:, :, start:start + length], [[0, 0], [0, 0], [0, 1]])
+            selector = tf.one_hot(slots, history.shape[1], axis=2, dtype=segment.dtype)
+            return read(index, segment, selector)
+
+        results.append(read_segment() if start == 0
+                       else tf.cond(newest >= start, read_segment,
+                                    functools.partial(skipped, segment)))
+    return results
+
+
+def _beam_logits(queries, segments, history, newest):
+    """Attention logits `[B*K, H, 1, sum(P + 1)]` of queries `[B*K, 1, H, D]` against the
+    segments of a beam cache of keys `[B, H, K, P + 1, D]`, each position through the slot
+    its hypothesis' history names; 0 for the segments after `newest` (the causal mask
+    hides them)."""
+    rows = tf.shape(queries)[0]
+    return tf.concat(_read_segments(
+        segments, history, newest,
+        lambda index, segment, selector: _segment_logits(queries, segment, selector),
+        lambda segment: tf.zeros([rows, segment.shape[1], 1, segment.shape[3]],
+                                 segment.dtype),
+    ), axis=-1)
+
+
+def _beam_heads(weights, segments, history, newest):
+    """`sum_l weights[l] * values[slot(l), l]` `[B*K, 1, H, D]` from weights
+    `[B*K, H, 1, sum(P + 1)]` (`_beam_logits`' layout) and the segments of a beam cache of
+    values, through each hypothesis' history; the segments after `newest` are not read."""
+    # Where each segment's weights begin: its start, plus the spare entries before it.
+    offsets = [start + index for index, start in enumerate(_segment_starts(segments))]
+    rows = tf.shape(weights)[0]
+    return tf.add_n(_read_segments(
+        segments, history, newest,
+        lambda index, segment, selector: _segment_heads(
+            weights[..., offsets[index]:offsets[index] + segment.shape[3]], segment, selector),
+        lambda segment: tf.zeros([rows, 1, segment.shape[1], segment.shape[4]],
+                                 segment.dtype),
+    ))
+
+
+def _segment_logits(queries, keys, beam_selector):
+    """Attention logits `[B*K, H, 1, P]` of queries `[B*K, 1, H, D]` against a segment of
+    keys `[B, H, K, P, D]`: each query is scored against the keys of every slot of its
     example (one matrix product per example and head, no copy of the cache), then each
-    position keeps the slot its hypothesis' history names (`beam_selector` `[B, K, J, L]`)."""
+    position keeps the slot its hypothesis' history names (`beam_selector` `[B, K, J, P]`)."""
     shape = tf.shape(keys)
     queries = tf.transpose(tf.reshape(queries, [shape[0], shape[2], shape[1], shape[4]]),
                            [0, 2, 1, 3])  # [B, H, K, D]
     # Keys first: the cache is the left matrix, read as stored (as the right one, XLA on
     # CPU copies it to put the contracted dimension first).
     all_slots = tf.einsum("bhjld,bhkd->bhkjl", keys, queries)
-    logits = tf.reduce_sum(all_slots * beam_selector[:, tf.newaxis], axis=3)  # [B, H, K, L]
-    logits = tf.transpose(logits, [0, 2, 1, 3])  # [B, K, H, L]
+    logits = tf.reduce_sum(all_slots * beam_selector[:, tf.newaxis], axis=3)  # [B, H, K, P]
+    logits = tf.transpose(logits, [0, 2, 1, 3])  # [B, K, H, P]
     return tf.reshape(logits, [-1, shape[1], 1, shape[3]])
 
 
-def _beam_heads(weights, values, beam_selector):
-    """`sum_l weights[l] * values[slot(l), l]` `[B*K, 1, H, D]` from weights `[B*K, H, 1, L]`
-    and a beam cache of values `[B, H, K, L, D]`, through each hypothesis' history."""
+def _segment_heads(weights, values, beam_selector):
+    """`sum_l weights[l] * values[slot(l), l]` `[B*K, 1, H, D]` from weights `[B*K, H, 1, P]`
+    and a segment of values `[B, H, K, P, D]`, through each hypothesis' history."""
     shape = tf.shape(values)
     weights = tf.transpose(tf.reshape(weights, [shape[0], shape[2], shape[1], shape[3]]),
-                           [0, 2, 1, 3])  # [B, H, K, L]
-    weights = weights[:, :, :, tf.newaxis, :] * beam_selector[:, tf.newaxis]  # [B,H,K,J,L]
+                           [0, 2, 1, 3])  # [B, H, K, P]
+    weights = weights[:, :, :, tf.newaxis, :] * beam_selector[:, tf.newaxis]  # [B,H,K,J,P]
     heads = tf.einsum("bhkjl,bhjld->bhkd", weights, values)
     heads = tf.transpose(heads, [0, 2, 1, 3])  # [B, K, H, D]
     return tf.reshape(heads, [-1, 1, shape[1], shape[4]])

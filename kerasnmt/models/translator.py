@@ -446,11 +446,11 @@ class Translator(keras.Model):
         beam caches (`RelativeMultiHeadAttention.initial_cache` with `beam_size`), so each
         step the sampler reorders `B * beam_size * max_length` integers instead of copying
         every cache. The unordered state holds, per example (leading dimension `B`, so that
-        `BeamSampler(compact_batch=True)` can shrink the batch): the beam caches
-        `[B, H, beam_size, max_length, D/H]`, the projected encoder keys and values
-        `[B, H, S, D/H]` of every layer (the hypotheses of an example attend to them
-        together), the source padding mask and the length limits (from a step equal to its
-        limit, a row can only emit `</s>`).
+        `BeamSampler(compact_batch=True)` can shrink the batch): the beam caches (segments
+        `[B, H, beam_size, P + 1, D/H]` of the `max_length` positions), the projected
+        encoder keys and values `[B, H, S, D/H]` of every layer (the hypotheses of an
+        example attend to them together), the source padding mask and the length limits
+        (from a step equal to its limit, a row can only emit `</s>`).
 
         With `shortlist_ids` (a shortlist, see `decode`), the logits are those of these ids
         only, in their order.

@@ -143,16 +143,21 @@ def test_run_layer_test_cross_attention():
     )
 
 
-def test_beam_cache_reads_each_hypothesis_through_its_history():
+@pytest.mark.parametrize("steps, segment_sizes", [(5, [6]), (40, [17, 17, 9])])
+def test_beam_cache_reads_each_hypothesis_through_its_history(steps, segment_sizes):
     """Hypotheses change rows at every step (random parents inside each example), as in a
     beam search: only the history is reordered, never the keys and values, and each row
-    still gets the full causal attention over its own hypothesis' inputs."""
+    still gets the full causal attention over its own hypothesis' inputs, also once its
+    positions span the cache's segments [0, 16), [16, 32) and [32, 40) (each with its
+    spare entry)."""
     layer = RelativeMultiHeadAttention(num_heads=2, key_dim=3, maximum_relative_position=2)
-    batch, beam, steps = 2, 3, 5
+    batch, beam = 2, 3
     rng = np.random.default_rng(0)
     inputs = rng.normal(size=[steps, batch * beam, 1, 6]).astype(np.float32)
     cache = layer.initial_cache(batch, steps, beam_size=beam)
-    assert cache["keys"].shape == (batch, 2, beam, steps, 3)
+    assert [segment.shape for segment in cache["keys"]] == [
+        (batch, 2, beam, size, 3) for size in segment_sizes
+    ]
     step_fn = tf.function(lambda q, c, s: layer(q, cache=c, step=s), jit_compile=True)
     hypotheses = [[] for _ in range(batch * beam)]
     for step in range(steps):
@@ -169,17 +174,21 @@ def test_beam_cache_reads_each_hypothesis_through_its_history():
             np.testing.assert_allclose(outputs[row, 0], full[0, -1], atol=1e-5)
 
 
-@pytest.mark.parametrize("beam", [None, 2])
-def test_each_example_of_the_cache_at_its_own_step(beam):
+@pytest.mark.parametrize("beam, length", [(None, 6), (2, 6), (2, 21)])
+def test_each_example_of_the_cache_at_its_own_step(beam, length):
     """Examples that start decoding at different steps (`step` `[B]`, as a decoding slot
     that takes a new sentence restarts at 0 over its previous entries): each row gets the
     full causal attention over its own example's inputs since its start, with plain
-    caches and with beam caches (the hypotheses of an example share its step)."""
+    caches and with beam caches (the hypotheses of an example share its step; with 21
+    steps, the first example reads the second segment of the cache while the last one
+    restarts in the first, over its older example's entries in both)."""
     layer = RelativeMultiHeadAttention(num_heads=2, key_dim=3, maximum_relative_position=2)
-    batch, length = 3, 6
+    batch = 3
     rows_per_example = beam or 1
     rng = np.random.default_rng(1)
-    starts = np.array([0, 2, 3])  # the step at which each example restarts from 0
+    # The step at which each example restarts from 0 (the last one, with 21 steps, after
+    # its older example has written positions 16 and 17).
+    starts = np.array([0, 2, 3 if length < 20 else 18])
     inputs = rng.normal(size=[length, batch * rows_per_example, 1, 6]).astype(np.float32)
     cache = layer.initial_cache(batch, length, beam_size=beam)
     step_fn = tf.function(lambda q, c, s: layer(q, cache=c, step=s), jit_compile=True)
