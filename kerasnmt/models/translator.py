@@ -10,6 +10,7 @@ from kerasnmt.data.string_arrays import string_array
 from kerasnmt.data.vocabulary import END_OF_SENTENCE_ID, START_OF_SENTENCE_ID
 from kerasnmt.layers.beam_sampler import BeamSampler
 from kerasnmt.layers.relative_multi_head_attention import RelativeMultiHeadAttention
+from kerasnmt.layers.search.scoring import FORCED_END_LOGIT, with_end_logits
 from kerasnmt.layers.transformer_decoder import TransformerDecoder
 from kerasnmt.layers.transformer_encoder import TransformerEncoder
 from kerasnmt.inference.translate import forget_translate_functions, translate
@@ -468,8 +469,6 @@ class Translator(keras.Model):
         if shortlist_ids is not None:
             kernel, bias = _shortlist_projection(kernel, bias, shortlist_ids, vocabulary_multiple)
         caches = self.decoder.initial_cache(encoder_outputs, max_length, beam_size=beam_size)
-        end_only = tf.one_hot(END_OF_SENTENCE_ID, kernel.shape[-1], on_value=0.0,
-                              off_value=_EXCLUDED_LOGIT)
 
         def keys_and_values(caches):  # the beam caches without their history
             return [{key: c["self_attention"][key] for key in ("keys", "values")} for c in caches]
@@ -507,7 +506,8 @@ class Translator(keras.Model):
             logits = tf.matmul(outputs, tf.cast(kernel, outputs.dtype))
             logits = tf.cast(logits + tf.cast(bias, outputs.dtype), tf.float32)
             at_limit = tf.repeat(tf.greater_equal(step, inputs["length_limits"]), beam_size)
-            logits = tf.where(at_limit[:, tf.newaxis], end_only, logits)
+            logits = with_end_logits(logits, END_OF_SENTENCE_ID, tf.where(
+                at_limit, FORCED_END_LOGIT, logits[:, END_OF_SENTENCE_ID]))
             history = tf.reshape(cache[0]["self_attention"]["history"], [-1, max_length])
             unordered = dict(unordered, self_attention=keys_and_values(cache))
             return logits, attention, (history, unordered)

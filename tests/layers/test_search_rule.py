@@ -88,3 +88,31 @@ def test_top_k_sampling_draws_among_the_top_k_reproducibly():
 def test_an_unknown_length_normalization_is_refused():
     with pytest.raises(ValueError, match=r"BeamRanking: length_normalization must be one of"):
         BeamRanking(beam_size=2, length_normalization="average")
+
+
+def test_forcing_end_changes_the_end_column_only():
+    """A finished row's </s> logit becomes FORCED_END_LOGIT, so that its log-softmax gives
+    </s> a log-probability of exactly 0; before min_length every row's </s> logit loses
+    1e7 (OpenNMT-tf's); the other logits are left as they were; without an end id (-1, a
+    keras-hub sampler without a stop token) nothing changes."""
+    from kerasnmt.layers.search.scoring import FORCED_END_LOGIT, force_or_forbid_end
+
+    logits = tf.constant([[1.0, 2.0, 3.0], [0.5, -1.0, 4.0]])
+    finished = tf.constant([True, False])
+    forced = force_or_forbid_end(logits, tf.constant(5), finished, tf.constant(END), 0)
+    np.testing.assert_array_equal(forced, [[FORCED_END_LOGIT, 2, 3], [0.5, -1, 4]])
+    assert tf.nn.log_softmax(forced)[0, END].numpy() == 0.0
+
+    penalized = np.float32([1.0, 0.5]) + np.float32(-1e7)  # in float32, as the logits
+    forbidden = force_or_forbid_end(logits, tf.constant(1), finished, tf.constant(END), 3)
+    np.testing.assert_array_equal(forbidden, [[penalized[0], 2, 3], [penalized[1], -1, 4]])
+    after_min_length = force_or_forbid_end(logits, tf.constant(3), finished, tf.constant(END), 3)
+    np.testing.assert_array_equal(after_min_length, forced)
+
+    per_row_steps = force_or_forbid_end(logits, tf.constant([5, 1]), finished,
+                                        tf.constant(END), 3)
+    np.testing.assert_array_equal(per_row_steps,
+                                  [[FORCED_END_LOGIT, 2, 3], [penalized[1], -1, 4]])
+
+    no_end = force_or_forbid_end(logits, tf.constant(5), finished, tf.constant(-1), 3)
+    np.testing.assert_array_equal(no_end, logits)

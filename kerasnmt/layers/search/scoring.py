@@ -38,6 +38,10 @@ from kerasnmt.layers.search.top_k_by_chunks import top_k_by_chunks
 # OpenNMT-tf adds this to the </s> logit while `step < min_length`.
 END_PENALTY_BEFORE_MIN_LENGTH = -1e7
 
+# The </s> logit of a row that must end: this far above the others, </s> gets probability 1
+# (the others' exponentials underflow to 0) without a pass over the rest of the row.
+FORCED_END_LOGIT = 1e9
+
 # The length penalty's divisor: GNMT's `((5 + length) / 6) ** alpha`, or `length ** alpha`.
 LENGTH_NORMALIZATIONS = ("gnmt", "power")
 
@@ -50,26 +54,26 @@ def check_length_normalization(normalization, owner):
 
 
 def force_or_forbid_end(logits, step, finished, end_id, min_length):
-    """Finished rows emit </s> with probability 1; before min_length </s> gets -1e7.
+    """Finished rows emit </s> with probability 1 (`FORCED_END_LOGIT`); before min_length
+    </s> gets -1e7. Only the </s> column changes.
 
-    `step` is the step of every row (a scalar) or of each row (`[rows]`)."""
-    vocab_size = logits.shape[-1]
-    end_logits = tf.one_hot(
-        end_id, vocab_size, on_value=logits.dtype.max, off_value=logits.dtype.min
-    )
+    `step` is the step of every row (a scalar) or of each row (`[rows]`); `end_id` -1 (no
+    </s>, as a keras-hub sampler without a stop token) changes nothing."""
+    column = tf.maximum(end_id, 0)
+    end_logits = tf.gather(logits, column, axis=1)
+    new_end_logits = tf.where(finished, FORCED_END_LOGIT, end_logits)
+    if min_length != 0:
+        new_end_logits = tf.where(step < min_length,
+                                  end_logits + END_PENALTY_BEFORE_MIN_LENGTH, new_end_logits)
+    return with_end_logits(logits, column, tf.where(end_id >= 0, new_end_logits, end_logits))
 
-    def force_end_for_finished():
-        return tf.where(finished[:, tf.newaxis], end_logits[tf.newaxis], logits)
 
-    if min_length == 0:
-        return force_end_for_finished()
-    penalized = lambda: logits + tf.one_hot(  # noqa: E731
-        end_id, vocab_size, on_value=END_PENALTY_BEFORE_MIN_LENGTH
-    )
-    if step.shape.rank == 1:  # a step per row
-        before_min_length = (step < min_length)[:, tf.newaxis]
-        return tf.where(before_min_length, penalized(), force_end_for_finished())
-    return tf.cond(step < min_length, penalized, force_end_for_finished)
+def with_end_logits(logits, end_id, end_logits):
+    """`logits` `[rows, V]` with their </s> column replaced by `end_logits` `[rows]`: an
+    update of that column (in place under XLA), not a pass over every logit."""
+    rows = tf.range(tf.shape(logits)[0])
+    indices = tf.stack([rows, tf.fill(tf.shape(rows), tf.cast(end_id, tf.int32))], axis=1)
+    return tf.tensor_scatter_nd_update(logits, indices, tf.cast(end_logits, logits.dtype))
 
 
 def length_penalty_divisor(lengths, finished, length_penalty, freeze_finished_scores,
