@@ -31,10 +31,11 @@ translates the sentences in a fresh process, one after the other:
 
 Each process runs one warm-up pass over the sentences (XLA compilation of every shape
 for kerasnmt), then `--timed-passes` timed passes (default 3), of which the fastest is
-reported (a pass takes one to three seconds: one pass alone varies by 15% on a shared VM). The options are those of the exports: `--beam-size`,
-`--length-penalty`, and for kerasnmt `compact_batch` and `early_exit` (both on by
-default: CTranslate2 always drops a finished sentence from its batch and stops once a
-sentence's best hypothesis has finished); with `--config`, the decoding length limits and
+reported (a pass takes one to three seconds: one pass alone varies by 15% on a shared
+VM). The options are those of the exports: `--beam-size`, `--length-penalty`, and for
+kerasnmt `compact_batch` and `early_exit` (both on by default: CTranslate2 always drops a
+finished sentence from its batch and stops once a sentence's best hypothesis has
+finished); with `--config`, the decoding length limits and
 the source cut of the run configuration. The length penalty is not the same formula in
 both runtimes (docs/ctranslate2.md), so translations differ: hence the BLEU columns.
 
@@ -582,8 +583,8 @@ def main():
           "the target SentencePiece model (</s> not counted); words: split on whitespace\n")
     header = ["runtime", "sentences/s", "target tokens/s", "words/s", "x CT2 float32",
               "BLEU", "BLEU tok lc", "chrF2", "target tokens",
-              f"same as translate (of {len(sentences)})", "timed s (fastest)", "CPU s", "warm-up s",
-              "load s", "peak memory GiB"]
+              f"same as translate (of {len(sentences)})", "timed s (fastest)", "CPU s",
+              "warm-up s", "load s", "peak memory GiB"]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" + "---:|" * (len(header) - 1))
     for r in results:
