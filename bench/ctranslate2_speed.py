@@ -138,6 +138,8 @@ def parse_arguments(argv=None):
         parser.error("--savedmodel-concurrency: at least 1")
     if arguments.max_sentences is not None and arguments.max_sentences < 1:
         parser.error("--max-sentences: at least 1")
+    if arguments.timed_passes < 1:
+        parser.error("--timed-passes: at least 1")
     return arguments
 
 

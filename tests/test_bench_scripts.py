@@ -6,6 +6,8 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
 BENCH = pathlib.Path(__file__).resolve().parent.parent / "bench"
 
 
@@ -40,3 +42,28 @@ def test_the_peer_log_parser_examples_run():
     spec.loader.exec_module(module)
     results = doctest.testmod(module)
     assert results.attempted > 0 and results.failed == 0
+
+
+def _ctranslate2_speed():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("ctranslate2_speed",
+                                                  BENCH / "ctranslate2_speed.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_ctranslate2_speed_keeps_the_fastest_of_its_timed_passes(tmp_path, capsys):
+    """The figures of the fastest pass (its outputs, seconds and CPU seconds together) and
+    every pass's seconds; fewer than one pass is refused by name."""
+    module = _ctranslate2_speed()
+    runs = iter([("a", 2.0, 3.0), ("b", 1.5, 2.9), ("c", 1.7, 2.5)])
+    assert module.fastest_pass(lambda: next(runs), 3) == (("b", 1.5, 2.9), [2.0, 1.5, 1.7])
+
+    model = tmp_path / "model.keras"
+    model.write_bytes(b"")
+    with pytest.raises(SystemExit) as error:
+        module.parse_arguments(["--model", str(model), "--timed-passes", "0"])
+    assert error.value.code == 2
+    assert "--timed-passes: at least 1" in capsys.readouterr().err
