@@ -83,10 +83,10 @@ class BeamSampler(keras.layers.Layer):
     `compact_batch=True` makes every result the one of the example decoded alone (an
     example stops as soon as it is done, its hypotheses frozen in place), and shrinks the
     batch as examples finish, as CTranslate2 and fairseq do: one loop runs at `B` examples
-    while more than `ceil(B / 4)` are unfinished, then the unfinished examples (and done
-    ones to fill it) are gathered into a batch of `ceil(B / 4)`, which runs while more than
-    `ceil(B / 16)` are unfinished, and then a batch of `ceil(B / 16)` finishes the search
-    (32 -> 8 -> 2). A batch in which one sentence decodes much longer than the others then
+    while more than `ceil(B / 2)` are unfinished, then the unfinished examples (and done
+    ones to fill it) are gathered into a batch of `ceil(B / 2)`, which runs while more than
+    `ceil(B / 8)` are unfinished, and then a batch of `ceil(B / 8)` finishes the search
+    (32 -> 16 -> 4). A batch in which one sentence decodes much longer than the others then
     spends its last steps on a few rows instead of all of them. Under XLA, each loop has
     static shapes (`B` need not be known when tracing: XLA compiles per input shape).
 
@@ -148,7 +148,11 @@ class BeamSampler(keras.layers.Layer):
             (0 for the first token after `start_ids`), `state` the current state;
             returning float `logits` `[B * beam_size, V]`, float `attention`
             `[B * beam_size, S]` or `None`, and `new_state`, with the structure and shapes
-            of `state` (ignored when `initial_state` is `None`).
+            of `state` (ignored when `initial_state` is `None`). Without `num_slots`, the
+            first step is taken before the decoding loop, with `step` the constant 0
+            (`tf.get_static_value(step) == 0` when tracing): the hypotheses of an example
+            are then all the same, so `step_fn` may decode one row per example and repeat
+            its outputs `beam_size` times (`Translator.decode` does).
         start_ids: int32 `[B]`, the first input token of each example (usually `<s>`).
         end_id: the `</s>` id, a Python int or an int32 scalar tensor.
         initial_state: `None`, or a nested structure of tensors whose leading dimension is
@@ -323,7 +327,7 @@ class BeamSampler(keras.layers.Layer):
 
     def _compacted_batch_sizes(self, static_batch_size, batch_size):
         """The batch sizes of the successive decoding loops: `[B]`, or with `compact_batch`
-        `B`, `ceil(B / 4)` and `ceil(B / 16)` (Python ints without repeats when `B` is
+        `B`, `ceil(B / 2)` and `ceil(B / 8)` (Python ints without repeats when `B` is
         static, else int32 scalars)."""
         if not self.compact_batch:
             return [batch_size]

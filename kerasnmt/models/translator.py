@@ -58,13 +58,15 @@ def _sharing_level(share_embeddings):
 
 def _shortlist_projection(kernel, bias, shortlist_ids, vocabulary_multiple):
     """The output layer's `(kernel [D, W'], bias [W'])` for the shortlist `shortlist_ids`
-    (`[W]`, -1 padded; `W` rounded up to a multiple of `vocabulary_multiple` with -1)."""
+    (`[W]`, -1 padded; `W` rounded up to a multiple of `vocabulary_multiple` with -1), from
+    the whole vocabulary's (`bias` may be None)."""
     shortlist_ids = tf.cast(shortlist_ids, tf.int32)
     padding = -shortlist_ids.shape[0] % vocabulary_multiple
     shortlist_ids = tf.pad(shortlist_ids, [[0, padding]], constant_values=-1)
     kernel = tf.gather(kernel, tf.maximum(shortlist_ids, 0), axis=1)
-    bias = tf.where(shortlist_ids < 0, _EXCLUDED_LOGIT,
-                    tf.gather(bias, tf.maximum(shortlist_ids, 0)))
+    kept = tf.zeros(tf.shape(shortlist_ids)) if bias is None else tf.gather(
+        bias, tf.maximum(shortlist_ids, 0))
+    bias = tf.where(shortlist_ids < 0, _EXCLUDED_LOGIT, kept)
     return kernel, bias
 
 
@@ -345,19 +347,37 @@ class Translator(keras.Model):
         return outputs, padding_mask
 
     def _output_projection(self, vocabulary_multiple=1):
-        """The output layer as `(kernel [D, V'], bias [V'])`, `V` rounded up to a multiple
-        of `vocabulary_multiple` (added columns: zero kernel, -1e9 bias)."""
+        """The output layer as `(kernel [D, V'], bias [V'] or None)`, `V` rounded up to a
+        multiple of `vocabulary_multiple` (added columns: zero kernel, -1e9 bias);
+        `_projected_logits` computes the logits."""
         if self.output_layer is not None:
             kernel, bias = _float_kernel(self.output_layer), self.output_layer.bias
         else:
             kernel, bias = tf.transpose(self.target_embedding.embeddings), self.output_bias
-        if bias is None:
-            bias = tf.zeros([self.target_vocabulary_size], tf.float32)
         padding = -self.target_vocabulary_size % vocabulary_multiple
         if padding:
             kernel = tf.pad(kernel, [[0, 0], [0, padding]])
-            bias = tf.pad(bias, [[0, padding]], constant_values=_EXCLUDED_LOGIT)
+            if bias is not None:
+                bias = tf.pad(bias, [[0, padding]], constant_values=_EXCLUDED_LOGIT)
         return kernel, bias
+
+    def _projected_logits(self, outputs, kernel, bias):
+        """The float32 logits `[rows, V']` of decoder outputs `[rows, D]` through
+        `_output_projection`'s `(kernel, bias)`. Without a bias, the added columns (exactly
+        0) get -1e9 by an update of those columns only (in place under XLA), not by a bias
+        added to every logit."""
+        logits = tf.matmul(outputs, tf.cast(kernel, outputs.dtype))
+        if bias is not None:
+            return tf.cast(logits + tf.cast(bias, outputs.dtype), tf.float32)
+        logits = tf.cast(logits, tf.float32)
+        vocabulary_size, width = self.target_vocabulary_size, logits.shape[-1]
+        if width == vocabulary_size:
+            return logits
+        rows, columns = tf.meshgrid(tf.range(tf.shape(logits)[0]),
+                                    tf.range(vocabulary_size, width), indexing="ij")
+        indices = tf.reshape(tf.stack([rows, columns], axis=-1), [-1, 2])
+        return tf.tensor_scatter_nd_update(logits, indices,
+                                           tf.fill(tf.shape(indices)[:1], _EXCLUDED_LOGIT))
 
     def _logits(self, decoder_outputs):
         if self.output_layer is not None:
@@ -429,9 +449,8 @@ class Translator(keras.Model):
             outputs, attention, cache = self.decoder.decode_step(
                 self.target_embedding(tf.cast(ids, tf.int32)), step, cache, tiled_mask
             )
-            logits = tf.matmul(outputs, tf.cast(kernel, outputs.dtype))
-            logits += tf.cast(bias, outputs.dtype)
-            return tf.cast(logits, tf.float32), attention, [c["self_attention"] for c in cache]
+            logits = self._projected_logits(outputs, kernel, bias)
+            return logits, attention, [c["self_attention"] for c in cache]
 
         return step_fn, [c["self_attention"] for c in caches]
 
@@ -495,6 +514,12 @@ class Translator(keras.Model):
                 lambda t: tf.gather(t, examples), per_example
             )
             history = tf.reshape(history, [-1, beam_size, max_length])
+            # The first step (its step the constant 0, see BeamSampler): an example's
+            # hypotheses are all the same, so the decoder runs one row per example and
+            # its keys and values go to every slot.
+            once_per_example = beam_size > 1 and _is_first_step(step)
+            if once_per_example:
+                ids, history = ids[::beam_size], history[:, :1]
             cache = [
                 {"self_attention": dict(kv, history=history), "cross_attention": memory}
                 for kv, memory in zip(unordered["self_attention"], inputs["memory"])
@@ -503,12 +528,15 @@ class Translator(keras.Model):
                 self.target_embedding(tf.cast(ids, tf.int32)), step, cache,
                 inputs["source_padding_mask"],
             )
-            logits = tf.matmul(outputs, tf.cast(kernel, outputs.dtype))
-            logits = tf.cast(logits + tf.cast(bias, outputs.dtype), tf.float32)
+            logits = self._projected_logits(outputs, kernel, bias)
+            history = cache[0]["self_attention"]["history"]
+            if once_per_example:
+                logits, attention = (tf.repeat(t, beam_size, axis=0) for t in (logits, attention))
+                history = tf.repeat(history, beam_size, axis=1)
             at_limit = tf.repeat(tf.greater_equal(step, inputs["length_limits"]), beam_size)
             logits = with_end_logits(logits, END_OF_SENTENCE_ID, tf.where(
                 at_limit, FORCED_END_LOGIT, logits[:, END_OF_SENTENCE_ID]))
-            history = tf.reshape(cache[0]["self_attention"]["history"], [-1, max_length])
+            history = tf.reshape(history, [-1, max_length])
             unordered = dict(unordered, self_attention=keys_and_values(cache))
             return logits, attention, (history, unordered)
 
@@ -905,6 +933,13 @@ class Translator(keras.Model):
         config = dict(config)
         config["preprocessor"] = keras.saving.deserialize_keras_object(config["preprocessor"])
         return cls(**config)
+
+
+def _is_first_step(step):
+    """Whether `step` (a scalar, or one per slot) is known, when tracing, to be 0 for
+    every row."""
+    value = tf.get_static_value(step)
+    return value is not None and not value.any()
 
 
 def _without_attention(step_fn):

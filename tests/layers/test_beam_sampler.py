@@ -818,7 +818,7 @@ def per_example_bias_step_fn(table, attention_table, bias_weight=0.3):
 ])
 def test_compact_batch_gives_each_example_its_result_decoded_alone(jit_compile, bias_in,
                                                                     kwargs):
-    """32 examples (batches of 32, 8 then 2) of a Markov model with some long and some
+    """32 examples (batches of 32, 16 then 4) of a Markov model with some long and some
     short outputs: each example's hypotheses, scores and alignments are those of the same
     search on that example alone."""
     rng = np.random.default_rng(3)
@@ -838,7 +838,7 @@ def test_compact_batch_gives_each_example_its_result_decoded_alone(jit_compile, 
         return sampler(step_fn, start_ids, END, attention_size=source_length, **state)
 
     compacting = BeamSampler(compact_batch=True, **kwargs)
-    assert compacting._compacted_batch_sizes(batch_size, batch_size) == [32, 8, 2]
+    assert compacting._compacted_batch_sizes(batch_size, batch_size) == [32, 16, 4]
     if jit_compile:
         outputs = tf.function(lambda *args: search(compacting, *args), jit_compile=True)(
             start_ids, bias)
@@ -858,12 +858,12 @@ def test_compact_batch_gives_each_example_its_result_decoded_alone(jit_compile, 
 @pytest.mark.parametrize("jit_compile", [False, True])
 def test_compact_batch_with_a_batch_size_unknown_when_tracing(jit_compile):
     """Traced for `[None]` start ids (as in a SavedModel signature), the loops run at
-    `B`, `ceil(B / 4)` and `ceil(B / 16)` examples: the same results as the static batch
-    sizes `[9, 3, 1]`, and each example's result alone."""
+    `B`, `ceil(B / 2)` and `ceil(B / 8)` examples: the same results as the static batch
+    sizes `[9, 5, 2]`, and each example's result alone."""
     rng = np.random.default_rng(5)
     table = rng.normal(scale=2.0, size=[7, 7]).astype(np.float32)
     sampler = BeamSampler(beam_size=2, length_penalty=0.6, max_length=9, compact_batch=True)
-    assert sampler._compacted_batch_sizes(9, 9) == [9, 3, 1]
+    assert sampler._compacted_batch_sizes(9, 9) == [9, 5, 2]
     assert sampler._compacted_batch_sizes(1, 1) == [1]
 
     def search(start_ids):
@@ -880,6 +880,34 @@ def test_compact_batch_with_a_batch_size_unknown_when_tracing(jit_compile):
         np.testing.assert_array_equal(outputs["ids"][example], expected["ids"][0])
     assert_outputs_equal(dynamic(start_ids[:1]), search(start_ids[:1]))
     assert dynamic(tf.zeros([0], tf.int32))["ids"].shape[0] == 0
+
+
+@pytest.mark.parametrize("compact_batch", [False, True])
+def test_the_first_step_is_taken_before_the_loop_at_a_constant_step(compact_batch):
+    """When tracing, `step_fn` sees the first step's `step` as the constant 0 (taken before
+    the loop) and the loop's steps as unknown; at that step the hypotheses of an example
+    are all the same, so a step function that decodes one row per example there and
+    repeats its logits gives the search's results."""
+    rng = np.random.default_rng(6)
+    table = rng.normal(scale=2.0, size=[7, 7]).astype(np.float32)
+    plain = markov_step_fn(table)
+    seen = []
+
+    def once_per_example(ids, step, state):
+        seen.append(tf.get_static_value(step))
+        if seen[-1] == 0:
+            logits, attention, state = plain(ids[::2], step, state)
+            return tf.repeat(logits, 2, axis=0), attention, state
+        return plain(ids, step, state)
+
+    sampler = BeamSampler(beam_size=2, length_penalty=0.6, max_length=9,
+                          compact_batch=compact_batch)
+    start_ids = tf.constant(rng.integers(0, 7, size=9), tf.int32)
+    traced = tf.function(lambda ids: sampler(once_per_example, ids, END), jit_compile=True)
+    outputs = traced(start_ids)
+    loops = 3 if compact_batch else 1  # compacted: 9, 5, then 2 examples
+    assert seen == [0] + [None] * loops
+    assert_outputs_equal(outputs, sampler(plain, start_ids, END))
 
 
 def test_compact_batch_refuses_an_unordered_state_of_another_batch_size():

@@ -254,6 +254,23 @@ def test_without_output_bias_the_logits_are_the_projection_alone():
         assert Translator.from_config(translator.get_config()).use_output_bias is False
 
 
+@pytest.mark.parametrize("use_output_bias", [True, False])
+def test_decoding_logits_padded_to_a_multiple_exclude_the_added_ids(use_output_bias):
+    """Logits padded to a multiple of 64 ids (for the sampler's chunked top-k): the model's
+    logits, then -1e9 for every added id, with or without an output bias (without one,
+    the added columns are updated alone)."""
+    translator = tiny_translator(use_output_bias=use_output_bias)
+    x, _ = _model_batch(translator, ["a b", "b"], ["c", "c d"])
+    step_fn, state = translator.decoding_step_function(
+        *translator.encode(x["source_ids"], x["source_length"]), beam_size=1, max_length=3,
+        vocabulary_multiple=64)
+    logits, _, _ = step_fn(x["target_ids"][:, 0], tf.constant(0), state)
+    size = translator.target_vocabulary_size
+    assert logits.shape == (2, 64) and size < 64
+    np.testing.assert_allclose(logits[:, :size], translator(x)["logits"][:, 0], atol=1e-5)
+    np.testing.assert_array_equal(logits[:, size:], -1e9)
+
+
 def test_loss_is_summed_cross_entropy_plus_guided_alignment_over_target_tokens():
     """The training loss, against a NumPy computation of OpenNMT-tf's definition."""
     translator = tiny_translator(label_smoothing=0.1, guided_alignment_type="ce",

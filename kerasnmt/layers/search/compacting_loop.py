@@ -1,15 +1,15 @@
 """The compacting loop (`compact_batch=True`): the batch shrinks as its examples finish.
 
-One loop runs at `B` examples while more than `ceil(B / 4)` are unfinished, then the
+One loop runs at `B` examples while more than `ceil(B / 2)` are unfinished, then the
 unfinished examples (and done ones to fill it) are gathered into a batch of
-`ceil(B / 4)`, which runs while more than `ceil(B / 16)` are unfinished, and then a batch
-of `ceil(B / 16)` finishes the search. A done example stands still (`PlainLoop`'s body with
+`ceil(B / 2)`, which runs while more than `ceil(B / 8)` are unfinished, and then a batch
+of `ceil(B / 8)` finishes the search. A done example stands still (`PlainLoop`'s body with
 `stand_still_when_done`), so each result is the one of its example decoded alone.
 Each example's tables are copied out, at its original place, when it leaves a loop.
 
 Example:
     >>> batch_sizes(32, 32)
-    [32, 8, 2]
+    [32, 16, 4]
 """
 
 import math
@@ -26,12 +26,12 @@ from kerasnmt.layers.search.plain_loop import PlainLoop
 
 
 def batch_sizes(static_batch_size, batch_size):
-    """The batch sizes of the successive loops: `B`, `ceil(B / 4)` and `ceil(B / 16)`
+    """The batch sizes of the successive loops: `B`, `ceil(B / 2)` and `ceil(B / 8)`
     (Python ints without repeats when `B` is static, else int32 scalars)."""
     if static_batch_size is None:
-        return [batch_size, (batch_size + 3) // 4, (batch_size + 15) // 16]
-    return sorted({static_batch_size, math.ceil(static_batch_size / 4),
-                   math.ceil(static_batch_size / 16)}, reverse=True)
+        return [batch_size, (batch_size + 1) // 2, (batch_size + 7) // 8]
+    return sorted({static_batch_size, math.ceil(static_batch_size / 2),
+                   math.ceil(static_batch_size / 8)}, reverse=True)
 
 
 class CompactingLoop(PlainLoop):
@@ -48,7 +48,7 @@ class CompactingLoop(PlainLoop):
         """The search's outputs (see `BeamSampler`) for `start_ids` `[B]`."""
         rule, sizes, max_length = self.rule, self.batch_sizes, self.max_length
         returns_attention = self.returns_attention  # set when self.body first runs
-        loop = self.first_loop(start_ids, initial_state, unordered_state)
+        (loop,) = self.first_step(start_ids, initial_state, unordered_state)
         _check_unordered_state(loop, sizes[0], rule.beam_size)
         examples = tf.range(sizes[0])  # the original place of each example in the loop
         tables = None
@@ -66,10 +66,7 @@ class CompactingLoop(PlainLoop):
                 unfinished = tf.reduce_sum(
                     tf.cast(tf.logical_not(rule.examples_done(loop)), tf.int32)
                 )
-                # The first step always runs in the first loop (no example is done before
-                # it), so that every step table has an element when it is read.
-                go_on = tf.logical_or(unfinished > later_size, tf.equal(loop["step"], 0))
-                return tf.logical_and(go_on, loop["step"] < max_length)
+                return tf.logical_and(unfinished > later_size, loop["step"] < max_length)
 
             (loop,) = tf.while_loop(
                 cond, self.body, (loop,), maximum_iterations=max_length,
