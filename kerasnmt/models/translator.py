@@ -10,7 +10,7 @@ from kerasnmt.data.string_arrays import string_array
 from kerasnmt.data.vocabulary import END_OF_SENTENCE_ID, START_OF_SENTENCE_ID
 from kerasnmt.layers.beam_sampler import BeamSampler
 from kerasnmt.layers.relative_multi_head_attention import RelativeMultiHeadAttention
-from kerasnmt.layers.search.scoring import FORCED_END_LOGIT, with_end_logits
+from kerasnmt.layers.search.scoring import FORCED_END_LOGIT, with_columns, with_end_logits
 from kerasnmt.layers.transformer_decoder import TransformerDecoder
 from kerasnmt.layers.transformer_encoder import TransformerEncoder
 from kerasnmt.inference.translate import forget_translate_functions, translate
@@ -373,11 +373,10 @@ class Translator(keras.Model):
         vocabulary_size, width = self.target_vocabulary_size, logits.shape[-1]
         if width == vocabulary_size:
             return logits
-        rows, columns = tf.meshgrid(tf.range(tf.shape(logits)[0]),
-                                    tf.range(vocabulary_size, width), indexing="ij")
-        indices = tf.reshape(tf.stack([rows, columns], axis=-1), [-1, 2])
-        return tf.tensor_scatter_nd_update(logits, indices,
-                                           tf.fill(tf.shape(indices)[:1], _EXCLUDED_LOGIT))
+        added = tf.range(vocabulary_size, width)
+        return with_columns(logits, added,
+                            tf.fill([tf.shape(logits)[0], width - vocabulary_size],
+                                    _EXCLUDED_LOGIT))
 
     def _logits(self, decoder_outputs):
         if self.output_layer is not None:

@@ -69,11 +69,18 @@ def force_or_forbid_end(logits, step, finished, end_id, min_length):
 
 
 def with_end_logits(logits, end_id, end_logits):
-    """`logits` `[rows, V]` with their </s> column replaced by `end_logits` `[rows]`: an
-    update of that column (in place under XLA), not a pass over every logit."""
-    rows = tf.range(tf.shape(logits)[0])
-    indices = tf.stack([rows, tf.fill(tf.shape(rows), tf.cast(end_id, tf.int32))], axis=1)
-    return tf.tensor_scatter_nd_update(logits, indices, tf.cast(end_logits, logits.dtype))
+    """`logits` `[rows, V]` with their </s> column replaced by `end_logits` `[rows]`."""
+    return with_columns(logits, tf.reshape(tf.cast(end_id, tf.int32), [1]),
+                        end_logits[:, tf.newaxis])
+
+
+def with_columns(logits, columns, values):
+    """`logits` `[rows, V]` with the columns `columns` (int32 `[C]`) replaced by `values`
+    (`[rows, C]`): an update of those columns (in place under XLA), not a pass over every
+    logit."""
+    rows, columns = tf.meshgrid(tf.range(tf.shape(logits)[0]), columns, indexing="ij")
+    indices = tf.stack([rows, columns], axis=-1)  # [rows, C, 2]
+    return tf.tensor_scatter_nd_update(logits, indices, tf.cast(values, logits.dtype))
 
 
 def length_penalty_divisor(lengths, finished, length_penalty, freeze_finished_scores,
