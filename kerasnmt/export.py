@@ -156,7 +156,7 @@ def export_translator(
     function = TranslateFunction(
         translator, sampler, maximum_source_length, source_length_buckets,
         batch_size_buckets, length_ratio, length_offset, replace_unknown_target, jit_compile,
-        shortlist, alignment=with_alignments,
+        shortlist, alignment=with_alignments, constant_weights=True,
     )
     archive = keras.export.ExportArchive()
     # The preprocessor for its lookup tables and SentencePiece resources. Not the

@@ -30,7 +30,7 @@ from kerasnmt.export import (
     export_translator,
     next_version_path,
 )
-from kerasnmt.inference import TranslateFunction, source_width_buckets
+from kerasnmt.inference import TranslateFunction, decoding, source_width_buckets
 from kerasnmt.inference.widths import width_of
 from kerasnmt.layers import (
     BeamSampler,
@@ -240,13 +240,26 @@ def test_a_shortlist_export_equals_translate(whitespace_export, tmp_path):
     assert fitting != [h["text"] for n_best in unrestricted for h in n_best]
 
 
-def test_each_weight_is_stored_once(whitespace_export):
-    translator, path = whitespace_export
+def _stored_float_values(path):
     checkpoint = str(path / "variables" / "variables")
     dtypes = tf.train.load_checkpoint(checkpoint).get_variable_to_dtype_map()
-    stored = sum(int(np.prod(shape)) for name, shape in tf.train.list_variables(checkpoint)
-                 if dtypes[name].is_floating)
-    assert stored == sum(int(np.prod(weight.shape)) for weight in translator.trainable_weights)
+    return sum(int(np.prod(shape)) for name, shape in tf.train.list_variables(checkpoint)
+               if dtypes[name].is_floating)
+
+
+def test_small_weights_are_compiled_in_and_larger_ones_stored_once(
+        whitespace_export, tmp_path, monkeypatch):
+    """Under XLA a model within `CONSTANT_WEIGHTS_MAX_BYTES` is exported with its weights
+    as constants of the decoding programs, none left as variables; a larger one keeps
+    each weight once, as a variable."""
+    translator, path = whitespace_export
+    assert _stored_float_values(path) == 0
+    monkeypatch.setattr(decoding, "CONSTANT_WEIGHTS_MAX_BYTES", 0)
+    path = translator.export(tmp_path / "variables", sampler=_sampler(),
+                             maximum_source_length=MAXIMUM_SOURCE_LENGTH,
+                             batch_size_buckets=(BATCH_SIZE,), warmup=False)
+    assert _stored_float_values(path) == sum(
+        int(np.prod(weight.shape)) for weight in translator.trainable_weights)
 
 
 def test_each_signature_is_traced_once(whitespace_export):

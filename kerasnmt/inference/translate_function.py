@@ -44,6 +44,8 @@ class TranslateFunction:
             `self.alignment`'s value; when None, a new one. `translate` shares one between
             the functions it traces for different sets of widths, so that each
             `[chunk, width]` decode is traced and compiled once.
+        constant_weights: when `decode` is None, compile the weights in as constants
+            (`decode_function`): for an export, whose weights do not change.
 
     Examples:
         >>> from kerasnmt.layers import BeamSampler, TranslationPreprocessor, WhitespaceTokenizer
@@ -63,7 +65,7 @@ class TranslateFunction:
 
     def __init__(self, translator, sampler, maximum_source_length, width_buckets,
                  batch_size_buckets, length_ratio, length_offset, replace_unknown_target,
-                 jit_compile, shortlist, alignment=False, decode=None):
+                 jit_compile, shortlist, alignment=False, decode=None, constant_weights=False):
         self.preprocessor = translator.preprocessor
         self.sampler = sampler
         self.maximum_source_length = maximum_source_length
@@ -74,7 +76,7 @@ class TranslateFunction:
         # The decode outputs "alignment" exactly when it records attention.
         self.alignment = self.records_alignment(sampler, alignment, replace_unknown_target)
         self.decode = decode or decode_function(translator, sampler, jit_compile, length_ratio,
-                                                length_offset, self.alignment)
+                                                length_offset, self.alignment, constant_weights)
 
     @staticmethod
     def records_alignment(sampler, alignment, replace_unknown_target):
