@@ -2,10 +2,11 @@
 over a batch's lexical shortlist when it fits.
 
 An export compiles a model's weights in as constants (`constant_weights=True`) when they
-take at most `CONSTANT_WEIGHTS_MAX_BYTES`: XLA's CPU matrix products (YNNPACK) then lay out
-each weight matrix for their kernels once, at compilation, instead of at every decoding
-step, and the output layer's transposed, padded kernel is folded at compilation instead
-of built per request: the SavedModel of the 2.3M-parameter Multi30k model decodes 5-7%
+take at most `CONSTANT_WEIGHTS_MAX_BYTES`: XLA's CPU matrix products (YNNPACK) then prepare
+each weight matrix for their kernels once, at compilation, instead of laying it out again
+at every decoding step (or, in the small batches' loops, multiplying it with a slower
+kernel that reads it as it is), and the output layer's transposed, padded kernel is
+folded at compilation instead of built per request: the SavedModel of the 2.3M-parameter Multi30k model decodes 5-7%
 faster (docs/benchmarks.md, "Weights compiled in"). The graph stores the weights once, in
 one function every decode calls; each compiled program holds its own copy (that model's
 server takes 0.8 GiB more memory), hence the bound: larger models keep their weights as
@@ -44,25 +45,30 @@ def decode_function(translator, sampler, jit_compile=True, length_ratio=DEFAULT_
         >>> outputs["ids"].shape, "alignment" in outputs
         (TensorShape([1, 1, 5]), False)
     """
-    variables = (list(translator.variables)
-                 if constant_weights and fits_in_constants(translator, jit_compile) else [])
+    def decode(ids, length, shortlist_ids, **slots):
+        return translator.decode(
+            ids, length, sampler, length_ratio=length_ratio, length_offset=length_offset,
+            shortlist_ids=shortlist_ids, alignment=alignment, **slots,
+        )
+
+    if constant_weights and fits_in_constants(translator, jit_compile):
+        decode = _with_constant_weights(decode, translator)
+    return tf.function(decode, jit_compile=jit_compile, autograph=False)
+
+
+def _with_constant_weights(decode, translator):
+    """`decode` reading `translator`'s weights as constants of their values now, made by
+    one `tf.function` that every trace of `decode` calls: the graph stores each weight
+    once, and XLA compiles the call's constants into each program."""
+    variables = list(translator.variables)
     values = [np.asarray(variable.numpy()) for variable in variables]
-    # One function holds the constants, called by every decode traced from this one: the
-    # graph stores each weight once, and XLA compiles the call's constants into each
-    # program.
     weights = tf.function(lambda: [tf.constant(value) for value in values], autograph=False)
 
-    def decode(ids, length, shortlist_ids, **slots):
-        with keras.StatelessScope(
-            state_mapping=list(zip(variables, weights())) if variables else None
-        ):
-            return translator.decode(
-                ids, length, sampler, length_ratio=length_ratio,
-                length_offset=length_offset, shortlist_ids=shortlist_ids,
-                alignment=alignment, **slots,
-            )
+    def decode_with_constants(ids, length, shortlist_ids, **slots):
+        with keras.StatelessScope(state_mapping=list(zip(variables, weights()))):
+            return decode(ids, length, shortlist_ids, **slots)
 
-    return tf.function(decode, jit_compile=jit_compile, autograph=False)
+    return decode_with_constants
 
 
 CONSTANT_WEIGHTS_MAX_BYTES = 16 * 2**20
