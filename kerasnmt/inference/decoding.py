@@ -6,12 +6,12 @@ take at most `CONSTANT_WEIGHTS_MAX_BYTES`: XLA's CPU matrix products (YNNPACK) t
 each weight matrix for their kernels once, at compilation, instead of laying it out again
 at every decoding step (or, in the small batches' loops, multiplying it with a slower
 kernel that reads it as it is), and the output layer's transposed, padded kernel is
-folded at compilation instead of built per request: the SavedModel of the 2.3M-parameter Multi30k model decodes 5-7%
-faster (docs/benchmarks.md, "Weights compiled in"). The graph stores the weights once, in
-one function every decode calls; each compiled program holds its own copy (that model's
-server takes 0.8 GiB more memory), hence the bound: larger models keep their weights as
-variables. So does `Translator.translate`, whose functions outlive changes to the weights
-(training, evaluation during training).
+folded at compilation instead of built per request: the SavedModel of the 2.3M-parameter
+Multi30k model decodes 5-7% faster (docs/benchmarks.md, "Weights compiled in"). The graph
+stores the weights once, in one function every decode calls; each compiled program holds
+its own copy (that model's server takes 0.8 GiB more memory), hence the bound: larger
+models keep their weights as variables. So does `Translator.translate`, whose functions
+outlive changes to the weights (training, evaluation during training).
 """
 
 import keras
