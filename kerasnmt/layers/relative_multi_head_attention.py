@@ -175,6 +175,11 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         reads 17 entries instead of 43. The attention weights a call returns then have
         one entry per segment entry, spare entries included (weight 0).
 
+        A call with one query row per example and the history of one hypothesis
+        (`history[:, :1]`, `[B, 1, max_length]`) writes the keys and values of each row
+        into every slot of its example: the first step of a beam search, where the
+        hypotheses of an example are all the same, decoded once per example.
+
         Args:
             batch_size: the batch size `B` (examples, with `beam_size`).
             max_length: the number of positions the cache holds.
@@ -256,8 +261,9 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
             keys = self._split_heads(self.key_dense(source))
             values = self._split_heads(self.value_dense(source))
             if beam_cache:  # segments [B, H, K, P + 1, D]
-                keys = _write_beam_segments(cache["keys"], keys, step)
-                values = _write_beam_segments(cache["values"], values, step)
+                hypotheses = cache["history"].shape[1]
+                keys = _write_beam_segments(cache["keys"], keys, step, hypotheses)
+                values = _write_beam_segments(cache["values"], values, step, hypotheses)
                 cache = {"keys": keys, "values": values,
                          "history": _write_history(cache["history"], step)}
             elif incremental:
@@ -457,13 +463,15 @@ def _segment_key_positions(segments):
     return tf.constant(positions, tf.int32)
 
 
-def _write_beam_segments(segments, update, step):
-    """The segments of a beam cache with `update` `[B*K, 1, H, D]` (row `b*K + k`) written
-    at slot `k` of position `step` (a scalar, or `[B]`) in the segment that holds it, and
-    at the spare entry of the others: a scatter of the `B * H * K` new vectors each."""
+def _write_beam_segments(segments, update, step, hypotheses):
+    """The segments of a beam cache with `update` `[B*R, 1, H, D]` (row `b*R + k`, `R`
+    `hypotheses` per example: the cache's `K`, or 1 for every slot) written at slot `k`
+    of position `step` (a scalar, or `[B]`) in the segment that holds it, and at the spare
+    entry of the others: a scatter of the `B * H * K` new vectors each."""
     shape = tf.shape(segments[0])
-    update = tf.transpose(tf.reshape(update, [shape[0], shape[2], shape[1], shape[4]]),
-                          [0, 2, 1, 3])  # [B, H, K, D]
+    update = tf.transpose(tf.reshape(update, [shape[0], hypotheses, shape[1], shape[4]]),
+                          [0, 2, 1, 3])  # [B, H, R, D]
+    update = tf.broadcast_to(update, tf.concat([shape[:3], shape[4:]], 0))  # [B, H, K, D]
     batch, heads, slots = tf.meshgrid(tf.range(shape[0]), tf.range(shape[1]),
                                       tf.range(shape[2]), indexing="ij")
     step = _per_example(step, tf.shape(batch), rank=3)
@@ -481,15 +489,15 @@ def _write_beam_segments(segments, update, step):
 def _read_segments(segments, history, newest, read, skipped):
     """`read(index, segment, selector)` of each segment of a beam cache, or
     `skipped(segment)` for the segments that start after `newest` (no row attends to
-    them). `selector`: the one-hot `[B, K, J, P + 1]` of the slot that holds each position
-    of each hypothesis (the spare entry: slot 0)."""
+    them). `selector`: the one-hot `[B, R, K, P + 1]` of the slot that holds each position
+    of each of the history's `R` hypotheses (the spare entry: slot 0)."""
     results = []
     for index, (start, segment) in enumerate(zip(_segment_starts(segments), segments)):
         length = segment.shape[3] - 1
 
         def read_segment(index=index, segment=segment, start=start, length=length):
             slots = tf.pad(history[:, :, start:start + length], [[0, 0], [0, 0], [0, 1]])
-            selector = tf.one_hot(slots, history.shape[1], axis=2, dtype=segment.dtype)
+            selector = tf.one_hot(slots, segment.shape[2], axis=2, dtype=segment.dtype)
             return read(index, segment, selector)
 
         results.append(read_segment() if start == 0
@@ -529,30 +537,34 @@ def _beam_heads(weights, segments, history, newest):
 
 
 def _segment_logits(queries, keys, beam_selector):
-    """Attention logits `[B*K, H, 1, P]` of queries `[B*K, 1, H, D]` against a segment of
-    keys `[B, H, K, P, D]`: each query is scored against the keys of every slot of its
-    example (one matrix product per example and head, no copy of the cache), then each
-    position keeps the slot its hypothesis' history names (`beam_selector` `[B, K, J, P]`)."""
+    """Attention logits `[B*R, H, 1, P]` of queries `[B*R, 1, H, D]` against a segment of
+    keys `[B, H, J, P, D]` (`J` slots): each query is scored against the keys of every
+    slot of its example (one matrix product per example and head, no copy of the cache),
+    then each position keeps the slot its hypothesis' history names (`beam_selector`
+    `[B, R, J, P]`)."""
     shape = tf.shape(keys)
-    queries = tf.transpose(tf.reshape(queries, [shape[0], shape[2], shape[1], shape[4]]),
-                           [0, 2, 1, 3])  # [B, H, K, D]
+    queries = tf.transpose(
+        tf.reshape(queries, [shape[0], beam_selector.shape[1], shape[1], shape[4]]),
+        [0, 2, 1, 3])  # [B, H, R, D]
     # Keys first: the cache is the left matrix, read as stored (as the right one, XLA on
     # CPU copies it to put the contracted dimension first).
     all_slots = tf.einsum("bhjld,bhkd->bhkjl", keys, queries)
-    logits = tf.reduce_sum(all_slots * beam_selector[:, tf.newaxis], axis=3)  # [B, H, K, P]
-    logits = tf.transpose(logits, [0, 2, 1, 3])  # [B, K, H, P]
+    logits = tf.reduce_sum(all_slots * beam_selector[:, tf.newaxis], axis=3)  # [B, H, R, P]
+    logits = tf.transpose(logits, [0, 2, 1, 3])  # [B, R, H, P]
     return tf.reshape(logits, [-1, shape[1], 1, shape[3]])
 
 
 def _segment_heads(weights, values, beam_selector):
-    """`sum_l weights[l] * values[slot(l), l]` `[B*K, 1, H, D]` from weights `[B*K, H, 1, P]`
-    and a segment of values `[B, H, K, P, D]`, through each hypothesis' history."""
+    """`sum_l weights[l] * values[slot(l), l]` `[B*R, 1, H, D]` from weights `[B*R, H, 1, P]`
+    and a segment of values `[B, H, J, P, D]`, through each hypothesis' history
+    (`beam_selector` `[B, R, J, P]`)."""
     shape = tf.shape(values)
-    weights = tf.transpose(tf.reshape(weights, [shape[0], shape[2], shape[1], shape[3]]),
-                           [0, 2, 1, 3])  # [B, H, K, P]
-    weights = weights[:, :, :, tf.newaxis, :] * beam_selector[:, tf.newaxis]  # [B,H,K,J,P]
+    weights = tf.transpose(
+        tf.reshape(weights, [shape[0], beam_selector.shape[1], shape[1], shape[3]]),
+        [0, 2, 1, 3])  # [B, H, R, P]
+    weights = weights[:, :, :, tf.newaxis, :] * beam_selector[:, tf.newaxis]  # [B,H,R,J,P]
     heads = tf.einsum("bhkjl,bhjld->bhkd", weights, values)
-    heads = tf.transpose(heads, [0, 2, 1, 3])  # [B, K, H, D]
+    heads = tf.transpose(heads, [0, 2, 1, 3])  # [B, R, H, D]
     return tf.reshape(heads, [-1, 1, shape[1], shape[4]])
 
 

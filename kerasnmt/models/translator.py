@@ -513,6 +513,12 @@ class Translator(keras.Model):
                 lambda t: tf.gather(t, examples), per_example
             )
             history = tf.reshape(history, [-1, beam_size, max_length])
+            # The first step (its step the constant 0, see BeamSampler): an example's
+            # hypotheses are all the same, so the decoder runs one row per example and
+            # its keys and values go to every slot.
+            once_per_example = beam_size > 1 and _is_first_step(step)
+            if once_per_example:
+                ids, history = ids[::beam_size], history[:, :1]
             cache = [
                 {"self_attention": dict(kv, history=history), "cross_attention": memory}
                 for kv, memory in zip(unordered["self_attention"], inputs["memory"])
@@ -522,10 +528,14 @@ class Translator(keras.Model):
                 inputs["source_padding_mask"],
             )
             logits = self._projected_logits(outputs, kernel, bias)
+            history = cache[0]["self_attention"]["history"]
+            if once_per_example:
+                logits, attention = (tf.repeat(t, beam_size, axis=0) for t in (logits, attention))
+                history = tf.repeat(history, beam_size, axis=1)
             at_limit = tf.repeat(tf.greater_equal(step, inputs["length_limits"]), beam_size)
             logits = with_end_logits(logits, END_OF_SENTENCE_ID, tf.where(
                 at_limit, FORCED_END_LOGIT, logits[:, END_OF_SENTENCE_ID]))
-            history = tf.reshape(cache[0]["self_attention"]["history"], [-1, max_length])
+            history = tf.reshape(history, [-1, max_length])
             unordered = dict(unordered, self_attention=keys_and_values(cache))
             return logits, attention, (history, unordered)
 
@@ -922,6 +932,13 @@ class Translator(keras.Model):
         config = dict(config)
         config["preprocessor"] = keras.saving.deserialize_keras_object(config["preprocessor"])
         return cls(**config)
+
+
+def _is_first_step(step):
+    """Whether `step` (a scalar, or one per slot) is known, when tracing, to be 0 for
+    every row."""
+    value = tf.get_static_value(step)
+    return value is not None and not value.any()
 
 
 def _without_attention(step_fn):

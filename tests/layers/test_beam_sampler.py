@@ -882,6 +882,34 @@ def test_compact_batch_with_a_batch_size_unknown_when_tracing(jit_compile):
     assert dynamic(tf.zeros([0], tf.int32))["ids"].shape[0] == 0
 
 
+@pytest.mark.parametrize("compact_batch", [False, True])
+def test_the_first_step_is_taken_before_the_loop_at_a_constant_step(compact_batch):
+    """When tracing, `step_fn` sees the first step's `step` as the constant 0 (taken before
+    the loop) and the loop's steps as unknown; at that step the hypotheses of an example
+    are all the same, so a step function that decodes one row per example there and
+    repeats its logits gives the search's results."""
+    rng = np.random.default_rng(6)
+    table = rng.normal(scale=2.0, size=[7, 7]).astype(np.float32)
+    plain = markov_step_fn(table)
+    seen = []
+
+    def once_per_example(ids, step, state):
+        seen.append(tf.get_static_value(step))
+        if seen[-1] == 0:
+            logits, attention, state = plain(ids[::2], step, state)
+            return tf.repeat(logits, 2, axis=0), attention, state
+        return plain(ids, step, state)
+
+    sampler = BeamSampler(beam_size=2, length_penalty=0.6, max_length=9,
+                          compact_batch=compact_batch)
+    start_ids = tf.constant(rng.integers(0, 7, size=9), tf.int32)
+    traced = tf.function(lambda ids: sampler(once_per_example, ids, END), jit_compile=True)
+    outputs = traced(start_ids)
+    loops = 3 if compact_batch else 1  # compacted: 9, 5, then 2 examples
+    assert seen == [0] + [None] * loops
+    assert_outputs_equal(outputs, sampler(plain, start_ids, END))
+
+
 def test_compact_batch_refuses_an_unordered_state_of_another_batch_size():
     table = tf.zeros([6, 6])
 

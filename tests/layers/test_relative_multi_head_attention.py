@@ -174,6 +174,44 @@ def test_beam_cache_reads_each_hypothesis_through_its_history(steps, segment_siz
             np.testing.assert_allclose(outputs[row, 0], full[0, -1], atol=1e-5)
 
 
+def test_beam_cache_first_step_once_per_example():
+    """The first step of a beam search, one query row per example with the history of one
+    hypothesis (`history[:, :1]`): each row's keys and values go to every slot of its
+    example, and the hypotheses that then grow from it in different slots (random parents,
+    two segments) each get the full causal attention over their own inputs, the first one
+    the example's."""
+    layer = RelativeMultiHeadAttention(num_heads=2, key_dim=3, maximum_relative_position=2)
+    batch, beam, steps = 2, 3, 20
+    rng = np.random.default_rng(2)
+    inputs = rng.normal(size=[steps, batch * beam, 1, 6]).astype(np.float32)
+    cache = layer.initial_cache(batch, steps, beam_size=beam)
+    step_fn = tf.function(lambda q, c, s: layer(q, cache=c, step=s), jit_compile=True)
+    first = inputs[0, ::beam]
+    outputs, narrow = step_fn(first, dict(cache, history=cache["history"][:, :1]),
+                              tf.constant(0))
+    assert narrow["history"].shape == (batch, 1, steps)
+    for b in range(batch):
+        full = layer(first[b][np.newaxis], use_causal_mask=True)
+        np.testing.assert_allclose(outputs[b, 0], full[0, -1], atol=1e-5)
+        for key in ("keys", "values"):
+            for slot in range(1, beam):  # the same entry in every slot
+                np.testing.assert_array_equal(narrow[key][0][b, :, slot, 0],
+                                              narrow[key][0][b, :, 0, 0])
+    cache = dict(narrow, history=tf.repeat(narrow["history"], beam, axis=1))
+    hypotheses = [[first[row // beam, 0]] for row in range(batch * beam)]
+    for step in range(1, steps):
+        rows = np.arange(batch * beam) // beam * beam + rng.integers(0, beam, batch * beam)
+        hypotheses = [list(hypotheses[row]) for row in rows]
+        history = tf.gather(tf.reshape(cache["history"], [batch * beam, steps]), rows)
+        cache = dict(cache, history=tf.reshape(history, [batch, beam, steps]))
+        for row, hypothesis in enumerate(hypotheses):
+            hypothesis.append(inputs[step, row, 0])
+        outputs, cache = step_fn(inputs[step], cache, tf.constant(step))
+        for row, hypothesis in enumerate(hypotheses):
+            full = layer(np.array(hypothesis)[np.newaxis], use_causal_mask=True)
+            np.testing.assert_allclose(outputs[row, 0], full[0, -1], atol=1e-5)
+
+
 @pytest.mark.parametrize("beam, length", [(None, 6), (2, 6), (2, 21)])
 def test_each_example_of_the_cache_at_its_own_step(beam, length):
     """Examples that start decoding at different steps (`step` `[B]`, as a decoding slot

@@ -72,6 +72,28 @@ def test_decode_log_probs_equal_the_full_model_score_and_lengths_stop_at_the_lim
             assert not alignment[i, k, lengths[i, k]:].any()
 
 
+def test_decode_runs_the_first_step_once_per_example():
+    """The first step decodes one row per sentence (its hypotheses are all the same), the
+    loops' steps every hypothesis (XLA, compacted from 3 sentences to 2, then 1); the
+    results are still the full model's scores."""
+    translator = tiny_translator(seed=1)
+    rows, decode_step = [], translator.decoder.decode_step
+
+    def counted_decode_step(inputs, *arguments, **options):
+        rows.append(inputs.shape[0])
+        return decode_step(inputs, *arguments, **options)
+
+    translator.decoder.decode_step = counted_decode_step
+    sampler = BeamSampler(beam_size=3, length_penalty=0.6, compact_batch=True)
+    decode = tf.function(lambda ids, length: translator.decode(ids, length, sampler),
+                         jit_compile=True)
+    hypotheses = decode(SOURCE_IDS, SOURCE_LENGTH)
+    assert rows == [3, 9, 6, 3]
+    expected = _teacher_forced_log_probs(translator, SOURCE_IDS, SOURCE_LENGTH, hypotheses,
+                                         2 * SOURCE_LENGTH + 10)
+    np.testing.assert_allclose(hypotheses["log_probs"], expected, atol=1e-4)
+
+
 def test_decode_is_the_same_with_wider_source_padding():
     translator = tiny_translator(seed=2)
     sampler = BeamSampler(beam_size=2, n_best=2, length_penalty=0.6, max_length=30)

@@ -48,7 +48,7 @@ class CompactingLoop(PlainLoop):
         """The search's outputs (see `BeamSampler`) for `start_ids` `[B]`."""
         rule, sizes, max_length = self.rule, self.batch_sizes, self.max_length
         returns_attention = self.returns_attention  # set when self.body first runs
-        loop = self.first_loop(start_ids, initial_state, unordered_state)
+        (loop,) = self.first_step(start_ids, initial_state, unordered_state)
         _check_unordered_state(loop, sizes[0], rule.beam_size)
         examples = tf.range(sizes[0])  # the original place of each example in the loop
         tables = None
@@ -66,10 +66,7 @@ class CompactingLoop(PlainLoop):
                 unfinished = tf.reduce_sum(
                     tf.cast(tf.logical_not(rule.examples_done(loop)), tf.int32)
                 )
-                # The first step always runs in the first loop (no example is done before
-                # it), so that every step table has an element when it is read.
-                go_on = tf.logical_or(unfinished > later_size, tf.equal(loop["step"], 0))
-                return tf.logical_and(go_on, loop["step"] < max_length)
+                return tf.logical_and(unfinished > later_size, loop["step"] < max_length)
 
             (loop,) = tf.while_loop(
                 cond, self.body, (loop,), maximum_iterations=max_length,

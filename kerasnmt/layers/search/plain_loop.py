@@ -51,13 +51,20 @@ class PlainLoop:
             return tf.reduce_any(tf.logical_not(self.rule.examples_done(loop)))
 
         (loop,) = tf.while_loop(
-            cond, self.body, (self.first_loop(start_ids, initial_state, unordered_state),),
-            maximum_iterations=self.max_length, parallel_iterations=1,
+            cond, self.body, self.first_step(start_ids, initial_state, unordered_state),
+            maximum_iterations=self.max_length - 1, parallel_iterations=1,
         )
         attention = loop["attention"].stack() if self.returns_attention == [True] else None
         return finalize(self.rule, loop["step_ids"].stack(), loop["parent_ids"].stack(),
                         loop["step"], loop["scores"], loop["log_probs"], attention,
                         self.end_id, tf.shape(start_ids)[0])
+
+    def first_step(self, start_ids, initial_state, unordered_state):
+        """`(loop,)` after the first step, taken before the loop with the constant step 0,
+        which `step_fn` can see when tracing (`tf.get_static_value(step) == 0`): every
+        hypothesis of an example is then the same, and the step function can decode one
+        row per example."""
+        return self.body(self.first_loop(start_ids, initial_state, unordered_state))
 
     def first_loop(self, start_ids, initial_state, unordered_state):
         """The loop's value before the first step: the first hypotheses of `start_ids`,
