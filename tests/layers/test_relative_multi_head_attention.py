@@ -143,6 +143,28 @@ def test_run_layer_test_cross_attention():
     )
 
 
+def _grow_hypotheses_from_random_parents(layer, step_fn, cache, inputs, hypotheses, rng,
+                                        first_step):
+    """Decodes `inputs` `[steps, batch * beam, 1, features]` from `first_step` on as a beam
+    search does: before each step but the first, every row continues the hypothesis of a
+    random parent of its example (only the cache's history is reordered). Each row's
+    output must equal the full causal attention over its own hypothesis' inputs
+    (`hypotheses`: the inputs each row holds before `first_step`)."""
+    batch, beam, steps = cache["history"].shape
+    for step in range(first_step, steps):
+        if step:
+            rows = np.arange(batch * beam) // beam * beam + rng.integers(0, beam, batch * beam)
+            hypotheses = [list(hypotheses[row]) for row in rows]
+            history = tf.gather(tf.reshape(cache["history"], [batch * beam, steps]), rows)
+            cache = dict(cache, history=tf.reshape(history, [batch, beam, steps]))
+        for row, hypothesis in enumerate(hypotheses):
+            hypothesis.append(inputs[step, row, 0])
+        outputs, cache = step_fn(inputs[step], cache, tf.constant(step))
+        for row, hypothesis in enumerate(hypotheses):
+            full = layer(np.array(hypothesis)[np.newaxis], use_causal_mask=True)
+            np.testing.assert_allclose(outputs[row, 0], full[0, -1], atol=1e-5)
+
+
 @pytest.mark.parametrize("steps, segment_sizes", [(5, [6]), (40, [17, 17, 9])])
 def test_beam_cache_reads_each_hypothesis_through_its_history(steps, segment_sizes):
     """Hypotheses change rows at every step (random parents inside each example), as in a
@@ -159,19 +181,9 @@ def test_beam_cache_reads_each_hypothesis_through_its_history(steps, segment_siz
         (batch, 2, beam, size, 3) for size in segment_sizes
     ]
     step_fn = tf.function(lambda q, c, s: layer(q, cache=c, step=s), jit_compile=True)
-    hypotheses = [[] for _ in range(batch * beam)]
-    for step in range(steps):
-        if step:
-            rows = np.arange(batch * beam) // beam * beam + rng.integers(0, beam, batch * beam)
-            hypotheses = [list(hypotheses[row]) for row in rows]
-            history = tf.gather(tf.reshape(cache["history"], [batch * beam, steps]), rows)
-            cache = dict(cache, history=tf.reshape(history, [batch, beam, steps]))
-        for row, hypothesis in enumerate(hypotheses):
-            hypothesis.append(inputs[step, row, 0])
-        outputs, cache = step_fn(inputs[step], cache, tf.constant(step))
-        for row, hypothesis in enumerate(hypotheses):
-            full = layer(np.array(hypothesis)[np.newaxis], use_causal_mask=True)
-            np.testing.assert_allclose(outputs[row, 0], full[0, -1], atol=1e-5)
+    _grow_hypotheses_from_random_parents(
+        layer, step_fn, cache, inputs, [[] for _ in range(batch * beam)], rng, first_step=0
+    )
 
 
 def test_beam_cache_first_step_once_per_example():
@@ -199,17 +211,9 @@ def test_beam_cache_first_step_once_per_example():
                                               narrow[key][0][b, :, 0, 0])
     cache = dict(narrow, history=tf.repeat(narrow["history"], beam, axis=1))
     hypotheses = [[first[row // beam, 0]] for row in range(batch * beam)]
-    for step in range(1, steps):
-        rows = np.arange(batch * beam) // beam * beam + rng.integers(0, beam, batch * beam)
-        hypotheses = [list(hypotheses[row]) for row in rows]
-        history = tf.gather(tf.reshape(cache["history"], [batch * beam, steps]), rows)
-        cache = dict(cache, history=tf.reshape(history, [batch, beam, steps]))
-        for row, hypothesis in enumerate(hypotheses):
-            hypothesis.append(inputs[step, row, 0])
-        outputs, cache = step_fn(inputs[step], cache, tf.constant(step))
-        for row, hypothesis in enumerate(hypotheses):
-            full = layer(np.array(hypothesis)[np.newaxis], use_causal_mask=True)
-            np.testing.assert_allclose(outputs[row, 0], full[0, -1], atol=1e-5)
+    _grow_hypotheses_from_random_parents(
+        layer, step_fn, cache, inputs, hypotheses, rng, first_step=1
+    )
 
 
 @pytest.mark.parametrize("beam, length", [(None, 6), (2, 6), (2, 21)])
