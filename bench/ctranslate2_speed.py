@@ -29,6 +29,17 @@ translates the sentences in a fresh process, one after the other:
   (`translate_batch_options`), and the hypotheses detokenized. Tokenizing and
   detokenizing are timed, as they are inside the other two.
 
+Two options time what a server may add to the float32 model, each against the runs
+without it:
+
+- `--savedmodel-weights float32,int8`: also a SavedModel whose `Dense` layers are Keras
+  int8 (`kerasnmt export --quantization int8`, `kerasnmt.export.quantize_dense_layers`;
+  the embeddings and the output layer stay float32).
+- `--shortlist FILE` (a lexical shortlist of `kerasnmt build-shortlist`, CTranslate2's
+  vocabulary-map format): every SavedModel is also exported with it (each batch decoded
+  over its shortlist), and every CTranslate2 layout is also timed with it as the model's
+  `vmap.txt` and `translate_batch(use_vmap=True)`, CTranslate2's vocabulary map.
+
 Each process runs one warm-up pass over the sentences (XLA compilation of every shape
 for kerasnmt), then `--timed-passes` timed passes (default 3), of which the fastest is
 reported (a pass takes one to three seconds: one pass alone varies by 15% on a shared
@@ -61,6 +72,7 @@ import json
 import os
 import platform
 import resource
+import shutil
 import subprocess
 import sys
 import time
@@ -70,6 +82,7 @@ DEFAULT_DATA = os.path.join(BENCH, "..", "..", "shared", "data", "multi30k")
 RUNTIMES = ("translate", "savedmodel", "ctranslate2")
 COMPUTE_TYPES = ("float32", "int8")
 SAVEDMODEL_ORDERS = ("file", "sorted")
+SAVEDMODEL_WEIGHTS = ("float32", "int8")
 PLAN_FILE = "ctranslate2_plan.json"
 DECODING_FILE = "decoding.json"
 
@@ -113,14 +126,23 @@ def parse_arguments(argv=None):
     parser.add_argument("--savedmodel-orders", default=",".join(SAVEDMODEL_ORDERS),
                         help="how the SavedModel's batches are cut, comma-separated, of: "
                         "%(default)s (sorted: by source tokens, longest first, as CTranslate2's)")
+    parser.add_argument("--savedmodel-weights", default="float32",
+                        help="SavedModel exports to time, comma-separated, of: float32, int8 "
+                        "(Keras int8 Dense layers, as kerasnmt export --quantization int8)")
+    parser.add_argument("--shortlist", metavar="FILE",
+                        help="a lexical shortlist (kerasnmt build-shortlist): each SavedModel "
+                        "and CTranslate2 run is timed without and with it (CTranslate2: as "
+                        "vmap.txt with use_vmap=True)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     arguments = parser.parse_args(argv)
     if arguments.checkpoint and not arguments.config:
         parser.error("--checkpoint goes with --config")
-    if not os.path.isfile(arguments.model or arguments.config):
-        parser.error(f"{arguments.model or arguments.config}: no such file")
+    for path in (arguments.model or arguments.config, arguments.shortlist):
+        if path is not None and not os.path.isfile(path):
+            parser.error(f"{path}: no such file")
     for name, allowed in (("runtimes", RUNTIMES), ("compute_types", COMPUTE_TYPES),
-                          ("savedmodel_orders", SAVEDMODEL_ORDERS)):
+                          ("savedmodel_orders", SAVEDMODEL_ORDERS),
+                          ("savedmodel_weights", SAVEDMODEL_WEIGHTS)):
         values = getattr(arguments, name).split(",")
         if not values or any(value not in allowed for value in values):
             parser.error(f"--{name.replace('_', '-')}: each of {', '.join(allowed)}")
@@ -158,6 +180,17 @@ def workdir_path(arguments, *names):
     return os.path.join(arguments.workdir, *names)
 
 
+def shortlist_variants(arguments):
+    """Without the shortlist, and with it when `--shortlist` names one."""
+    return (False, True) if arguments.shortlist else (False,)
+
+
+def savedmodel_directory(weights, shortlist):
+    """The SavedModel export's directory name under the workdir."""
+    return ("savedmodel" + ("" if weights == "float32" else f"_{weights}")
+            + ("_shortlist" if shortlist else ""))
+
+
 def write_json(path, value):
     with open(path, "w", encoding="utf-8") as file:
         json.dump(value, file, indent=2)
@@ -193,7 +226,12 @@ def prepare(arguments):
         translate_batch_options,
     )
     from kerasnmt.data.vocabulary import PADDING_TOKEN, START_OF_SENTENCE_TOKEN
-    from kerasnmt.export import DEFAULT_MAXIMUM_SOURCE_LENGTH, export_translator
+    from kerasnmt.data.lexical_shortlist import LexicalShortlist
+    from kerasnmt.export import (
+        DEFAULT_MAXIMUM_SOURCE_LENGTH,
+        export_translator,
+        quantize_dense_layers,
+    )
     from kerasnmt.layers import BeamSampler
 
     started = time.perf_counter()
@@ -225,17 +263,28 @@ def prepare(arguments):
           f"{os.path.dirname(kerasnmt.__file__)}", flush=True)
     sampler = BeamSampler(**sampler_options)
 
+    shortlist = arguments.shortlist and LexicalShortlist.load(
+        arguments.shortlist, translator.preprocessor.source_vocabulary,
+        translator.preprocessor.target_vocabulary)
     exports = {}
-    begin = time.perf_counter()
-    export_translator(translator, workdir_path(arguments, "savedmodel"), sampler=sampler,
-                      jit_compile=arguments.jit_compile, warmup=False, **options)
-    exports["savedmodel"] = time.perf_counter() - begin
-    for compute_type in COMPUTE_TYPES:
+    for compute_type in COMPUTE_TYPES:  # before any Keras quantization, which it refuses
         begin = time.perf_counter()
-        export_ctranslate2(translator, workdir_path(arguments, f"ct2_{compute_type}"),
-                           quantization=None if compute_type == "float32" else compute_type,
-                           sampler=sampler, force=True, **options)
+        path = workdir_path(arguments, f"ct2_{compute_type}")
+        export_ctranslate2(translator, path, quantization=None if compute_type == "float32"
+                           else compute_type, sampler=sampler, force=True, **options)
         exports[f"ctranslate2 {compute_type}"] = time.perf_counter() - begin
+        if shortlist:  # CTranslate2's vocabulary map, read by translate_batch(use_vmap=True)
+            shutil.copyfile(arguments.shortlist, os.path.join(path, "vmap.txt"))
+    for weights in [w for w in SAVEDMODEL_WEIGHTS if w in arguments.savedmodel_weights]:
+        if weights == "int8":  # in place, so after float32
+            quantize_dense_layers(translator, "int8")
+        for with_shortlist in shortlist_variants(arguments):
+            name = savedmodel_directory(weights, with_shortlist)
+            begin = time.perf_counter()
+            export_translator(translator, workdir_path(arguments, name), sampler=sampler,
+                              jit_compile=arguments.jit_compile, warmup=False,
+                              shortlist=shortlist if with_shortlist else None, **options)
+            exports[name] = time.perf_counter() - begin
     print("exports: " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in exports.items()),
           flush=True)
 
@@ -306,8 +355,9 @@ def savedmodel_order(sentences, order, source_lengths):
     return sorted(indices, key=lambda i: source_lengths[i], reverse=True)
 
 
-def time_savedmodel(arguments, concurrency, order):
-    """The SavedModel's serving_default with bench/serve_latency.py's process and timing."""
+def time_savedmodel(arguments, concurrency, order, directory):
+    """The serving_default of the SavedModel under `directory` with
+    bench/serve_latency.py's process and timing."""
     import concurrent.futures
 
     import serve_latency  # the same directory
@@ -319,7 +369,7 @@ def time_savedmodel(arguments, concurrency, order):
     batches = [[sentences[i] for i in indices[start:start + arguments.batch_size]]
                for start in range(0, len(indices), arguments.batch_size)]
     begin = time.perf_counter()
-    model = tf.saved_model.load(workdir_path(arguments, "savedmodel"))
+    model = tf.saved_model.load(workdir_path(arguments, directory))
     translate = model.signatures["serving_default"]
     load = time.perf_counter() - begin
     with concurrent.futures.ThreadPoolExecutor(concurrency) as clients:
@@ -388,13 +438,16 @@ def ctranslate2_pass(translator, sentences, tokenize, detokenize, plan, batch_op
     return translations, [len(t) for t in tokens]
 
 
-def time_ctranslate2(arguments, compute_type, inter, intra):
-    """CTranslate2 on an export, in a process that imports neither TensorFlow nor kerasnmt."""
+def time_ctranslate2(arguments, compute_type, inter, intra, use_vmap):
+    """CTranslate2 on an export, in a process that imports neither TensorFlow nor kerasnmt;
+    with `use_vmap`, over the vocabulary map of `--shortlist`."""
     import ctranslate2
 
     path = workdir_path(arguments, f"ct2_{compute_type}")
     plan = read_json(workdir_path(arguments, PLAN_FILE))
     batch_options = read_json(workdir_path(arguments, DECODING_FILE))["ctranslate2_translate_batch"]
+    if use_vmap:
+        batch_options = dict(batch_options, use_vmap=True)
     sentences = sentences_of(arguments)
     tokenize, detokenize = ctranslate2_tokenizers(path, plan["dropped_target_tokens"])
     begin = time.perf_counter()
@@ -423,8 +476,8 @@ def time_ctranslate2(arguments, compute_type, inter, intra):
 
 
 def worker(arguments):
-    """One timing process: `--worker translate`, `savedmodel:N:ORDER` or
-    `ctranslate2:TYPE:IxJ`."""
+    """One timing process: `--worker translate`, `savedmodel:N:ORDER:DIRECTORY` or
+    `ctranslate2:TYPE:IxJ[:vmap]`."""
     name, *rest = arguments.worker.split(":")
     if name == "prepare":
         return prepare(arguments)
@@ -432,10 +485,11 @@ def worker(arguments):
         outputs, figures = time_translate(arguments, read_json(workdir_path(arguments,
                                                                             DECODING_FILE)))
     elif name == "savedmodel":
-        outputs, figures = time_savedmodel(arguments, int(rest[0]), rest[1])
+        outputs, figures = time_savedmodel(arguments, int(rest[0]), rest[1], rest[2])
     else:
         inter, intra = (int(n) for n in rest[1].split("x"))
-        outputs, figures = time_ctranslate2(arguments, rest[0], inter, intra)
+        outputs, figures = time_ctranslate2(arguments, rest[0], inter, intra,
+                                            use_vmap=rest[2:] == ["vmap"])
     label = arguments.worker.replace(":", "_")
     with open(workdir_path(arguments, f"{label}.txt"), "w", encoding="utf-8") as file:
         file.writelines(text + "\n" for text in outputs)
@@ -518,14 +572,18 @@ def main():
     if "translate" in arguments.runtimes:
         runs.append(("kerasnmt translate", "translate"))
     if "savedmodel" in arguments.runtimes:
-        runs += [(f"kerasnmt SavedModel, {order} order, {n} in flight",
-                  f"savedmodel:{n}:{order}")
+        runs += [(f"kerasnmt SavedModel{', Keras int8' if weights == 'int8' else ''}"
+                  f"{', shortlist' if shortlist else ''}, {order} order, {n} in flight",
+                  f"savedmodel:{n}:{order}:{savedmodel_directory(weights, shortlist)}")
+                 for weights in arguments.savedmodel_weights
+                 for shortlist in shortlist_variants(arguments)
                  for order in arguments.savedmodel_orders
                  for n in arguments.savedmodel_concurrency]
     if "ctranslate2" in arguments.runtimes:
-        runs += [(f"CTranslate2 {compute_type} {inter}x{intra}",
-                  f"ctranslate2:{compute_type}:{inter}x{intra}")
+        runs += [(f"CTranslate2 {compute_type} {inter}x{intra}{', vmap' if vmap else ''}",
+                  f"ctranslate2:{compute_type}:{inter}x{intra}" + (":vmap" if vmap else ""))
                  for compute_type in arguments.compute_types
+                 for vmap in shortlist_variants(arguments)
                  for inter, intra in arguments.layouts]
     results, failed = [], []
     for label, name in runs:
@@ -565,7 +623,9 @@ def main():
             same_as_translate=(None if translate is None else
                                sum(a == b for a, b in zip(texts, translate))),
         )
-    baseline = next((r for r in results if r["worker"].startswith("ctranslate2:float32:")), None)
+    baselines = {compute_type: next(
+        (r for r in results if r["worker"].startswith(f"ctranslate2:{compute_type}:")
+         and not r["worker"].endswith(":vmap")), None) for compute_type in COMPUTE_TYPES}
 
     def tokens_per_second(result):
         return result["target_tokens"] / result["seconds"]
@@ -584,16 +644,17 @@ def main():
     print("target tokens: SentencePiece pieces of each translation's text, encoded again with "
           "the target SentencePiece model (</s> not counted); words: split on whitespace\n")
     header = ["runtime", "sentences/s", "target tokens/s", "words/s", "x CT2 float32",
-              "BLEU", "BLEU tok lc", "chrF2", "target tokens",
+              "x CT2 int8", "BLEU", "BLEU tok lc", "chrF2", "target tokens",
               f"same as translate (of {len(sentences)})", "timed s (fastest)", "CPU s",
               "warm-up s", "load s", "peak memory GiB"]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" + "---:|" * (len(header) - 1))
     for r in results:
-        ratio = f"{tokens_per_second(r) / tokens_per_second(baseline):.2f}" if baseline else ""
+        ratios = [f"{tokens_per_second(r) / tokens_per_second(baseline):.2f}" if baseline
+                  else "" for baseline in baselines.values()]
         cells = [r["label"], f"{len(sentences) / r['seconds']:.1f}",
                  f"{tokens_per_second(r):,.0f}", f"{r['words'] / r['seconds']:,.0f}",
-                 ratio, f"{r['bleu']:.2f}", f"{r['bleu_tokenized_lc']:.2f}", f"{r['chrf']:.2f}",
+                 *ratios, f"{r['bleu']:.2f}", f"{r['bleu_tokenized_lc']:.2f}", f"{r['chrf']:.2f}",
                  f"{r['target_tokens']:,}",
                  "" if r["same_as_translate"] is None else str(r["same_as_translate"]),
                  f"{r['seconds']:.2f}", f"{r['timed_cpu_seconds']:.1f}",
@@ -603,8 +664,9 @@ def main():
     if results:
         print(f"\nBLEU: {results[0]['bleu_signature']}; BLEU tok lc: "
               f"{results[0]['bleu_tokenized_lc_signature']}")
-    if baseline:
-        print(f"x CT2 float32: target tokens/s over those of {baseline['label']}")
+    for compute_type, baseline in baselines.items():
+        if baseline:
+            print(f"x CT2 {compute_type}: target tokens/s over those of {baseline['label']}")
     for label in failed:
         print(f"FAILED: {label}")
     write_json(workdir_path(arguments, "results.json"), {

@@ -67,3 +67,31 @@ def test_ctranslate2_speed_keeps_the_fastest_of_its_timed_passes(tmp_path, capsy
         module.parse_arguments(["--model", str(model), "--timed-passes", "0"])
     assert error.value.code == 2
     assert "--timed-passes: at least 1" in capsys.readouterr().err
+
+
+def test_ctranslate2_speed_names_each_savedmodel_variant_and_refuses_unknown_ones(
+        tmp_path, capsys):
+    """`--savedmodel-weights` and `--shortlist` add SavedModel exports of their own (one
+    directory each) and CTranslate2 runs over the vocabulary map; an unknown weight type or
+    a missing shortlist file is refused by name."""
+    module = _ctranslate2_speed()
+    model = tmp_path / "model.keras"
+    model.write_bytes(b"")
+    shortlist = tmp_path / "shortlist.txt"
+    shortlist.write_text("\tund\n")
+    arguments = module.parse_arguments(["--model", str(model), "--savedmodel-weights",
+                                        "int8,float32", "--shortlist", str(shortlist)])
+    assert arguments.savedmodel_weights == ["int8", "float32"]
+    assert module.shortlist_variants(arguments) == (False, True)
+    assert module.shortlist_variants(module.parse_arguments(["--model", str(model)])) == (False,)
+    assert [module.savedmodel_directory(weights, with_shortlist)
+            for weights in ("float32", "int8") for with_shortlist in (False, True)] == [
+        "savedmodel", "savedmodel_shortlist", "savedmodel_int8", "savedmodel_int8_shortlist"]
+    for options, message in ((["--savedmodel-weights", "int4"],
+                              "--savedmodel-weights: each of float32, int8"),
+                             (["--shortlist", str(tmp_path / "missing.txt")],
+                              f"{tmp_path / 'missing.txt'}: no such file")):
+        with pytest.raises(SystemExit) as error:
+            module.parse_arguments(["--model", str(model), *options])
+        assert error.value.code == 2
+        assert message in capsys.readouterr().err
