@@ -226,19 +226,20 @@ def prepare(arguments):
         translate_batch_options,
     )
     from kerasnmt.data.vocabulary import PADDING_TOKEN, START_OF_SENTENCE_TOKEN
-    from kerasnmt.data.lexical_shortlist import LexicalShortlist
     from kerasnmt.export import (
         DEFAULT_MAXIMUM_SOURCE_LENGTH,
         export_translator,
         quantize_dense_layers,
     )
     from kerasnmt.layers import BeamSampler
+    from kerasnmt.training_run import build_shortlist
 
     started = time.perf_counter()
     sampler_options = dict(beam_size=arguments.beam_size, length_penalty=arguments.length_penalty,
                            compact_batch=arguments.compact_batch,
                            early_exit=arguments.early_exit)
     options = {"maximum_source_length": DEFAULT_MAXIMUM_SOURCE_LENGTH}
+    config = None
     if arguments.config:
         from kerasnmt.config import load_config
         from kerasnmt.training_run import MODEL_KEYS, decoding_options, restore_translator
@@ -263,9 +264,9 @@ def prepare(arguments):
           f"{os.path.dirname(kerasnmt.__file__)}", flush=True)
     sampler = BeamSampler(**sampler_options)
 
-    shortlist = arguments.shortlist and LexicalShortlist.load(
-        arguments.shortlist, translator.preprocessor.source_vocabulary,
-        translator.preprocessor.target_vocabulary)
+    # Only --shortlist (not params.shortlist), at params.shortlist_width with --config.
+    shortlist = arguments.shortlist and build_shortlist(config, translator.preprocessor,
+                                                        arguments.shortlist)
     exports = {}
     for compute_type in COMPUTE_TYPES:  # before any Keras quantization, which it refuses
         begin = time.perf_counter()
