@@ -219,14 +219,15 @@ def test_translate_after_keras_int8_quantization_equals_its_export(tmp_path):
 def test_a_shortlist_export_equals_translate(whitespace_export, tmp_path):
     """The SavedModel finds each chunk's shortlist in its graph: the translations and
     scores of `translate` with the shortlist, for a batch whose shortlist fits its width
-    (7 ids) and one decoded over the whole vocabulary (9 ids, more than 8)."""
+    (7 ids), one decoded over the whole vocabulary (9 ids, more than 8), which the graph
+    decodes at the widest source width (12, not their 8), and a sentence of that width."""
     translator, _ = whitespace_export
     shortlist = LexicalShortlist({3: [7, 9], 4: [8], 5: [11], 6: [10]}, always=[6], width=8)
     sampler = _sampler()
-    path = translator.export(tmp_path / "shortlist", sampler=sampler, maximum_source_length=8,
+    path = translator.export(tmp_path / "shortlist", sampler=sampler, maximum_source_length=12,
                              batch_size_buckets=(4,), jit_compile=False, shortlist=shortlist)
     model = _loaded(path)
-    for batch in (["a b", "b b a", "a"], ["a b c d", "d c"]):
+    for batch in (["a b", "b b a", "a"], ["a b c d", "d c"], ["a b a b a b a b a", "b"]):
         expected = _details(translator, batch, shortlist=shortlist)
         outputs = model.signatures[N_BEST_SIGNATURE](source=tf.constant(batch))
         assert [_strings(row) for row in outputs["translations"]] == [
@@ -238,6 +239,28 @@ def test_a_shortlist_export_equals_translate(whitespace_export, tmp_path):
     assert set(" ".join(fitting).split()) <= {"D", "E", "F", "G", "<unk>"}
     unrestricted = _details(translator, ["a b", "b b a", "a"])
     assert fitting != [h["text"] for n_best in unrestricted for h in n_best]
+
+
+def test_a_shortlist_graph_traces_one_whole_vocabulary_decode():
+    """With a shortlist, the graph of two source widths holds three decodes: one over the
+    shortlist per width, and one over the whole vocabulary (at the widest width) that
+    both widths' overflowing chunks share."""
+    translator, sampler = tiny_translator(seed=3), _sampler()
+    decode = decoding.decode_function(translator, sampler, jit_compile=False, alignment=False)
+    calls = []
+
+    def recorded_decode(ids, length, shortlist_ids):
+        calls.append((tuple(ids.shape), shortlist_ids is None))
+        return decode(ids, length, shortlist_ids)
+
+    function = TranslateFunction(
+        translator, sampler, 12, [8, 12], [4], 2.0, 10, replace_unknown_target=False,
+        jit_compile=False, shortlist=LexicalShortlist({3: [7, 9]}, always=[6], width=8),
+        decode=recorded_decode)
+    tf.function(function.serving_default, autograph=False).get_concrete_function(
+        tf.TensorSpec([None], tf.string))
+    assert sorted(set(calls)) == [((4, 8), False), ((4, 12), False), ((4, 12), True)]
+    assert decode.experimental_get_tracing_count() == 3
 
 
 def _stored_float_values(path):

@@ -94,14 +94,18 @@ def fits_in_constants(translator, jit_compile):
     return bool(jit_compile and size <= CONSTANT_WEIGHTS_MAX_BYTES)
 
 
-def decode_chunk(decode, ids, length, shortlist=None, **slots):
+def decode_chunk(decode, ids, length, shortlist=None, whole_vocabulary=None, **slots):
     """Decodes padded ids with `decode` (from `decode_function`), over their shortlist
-    when there is one and it fits its width, else over the whole vocabulary. Eagerly the
-    choice is made in Python; in a graph (the SavedModel) both branches are traced."""
+    when there is one and it fits its width, else with `whole_vocabulary()` (by default
+    `decode` over the whole vocabulary). Eagerly the choice is made in Python; in a graph
+    (the SavedModel) both branches are traced, so a graph that decodes several widths
+    passes a `whole_vocabulary` they share (`TranslateFunction`)."""
     if shortlist is None:
         return decode(ids, length, None, **slots)
+    if whole_vocabulary is None:
+        def whole_vocabulary():
+            return decode(ids, length, None, **slots)
     shortlist_ids, fits = shortlist.padded_target_ids(ids)
     if tf.executing_eagerly():
-        return decode(ids, length, shortlist_ids if bool(fits) else None, **slots)
-    return tf.cond(fits, lambda: decode(ids, length, shortlist_ids, **slots),
-                   lambda: decode(ids, length, None, **slots))
+        return decode(ids, length, shortlist_ids, **slots) if bool(fits) else whole_vocabulary()
+    return tf.cond(fits, lambda: decode(ids, length, shortlist_ids, **slots), whole_vocabulary)

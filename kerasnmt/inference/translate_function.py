@@ -7,18 +7,21 @@
    each width, longest first, padded to the smallest of `batch_size_buckets` that holds
    them (more go through in chunks of the largest; added rows repeat the shortest, so they
    never lengthen the decoding); the widths' decodings run concurrently, one traced
-   `decode` per width (`decode_function`, over the chunk's shortlist when it fits);
+   `decode` per width (`decode_function`, over the chunk's shortlist when it fits; a chunk
+   whose shortlist overflows is decoded over the whole vocabulary at the widest width, one
+   decode all widths share);
 3. a sentence of no token translates to `""` with score 0 (the model has nothing to
    attend to: what it would produce depends on the padding around it);
 4. `hypothesis_texts`: ids to text, unknown tokens replaced, alignments.
 """
 
+import numpy as np
 import tensorflow as tf
 
 from kerasnmt.inference.decoding import decode_chunk, decode_function
 from kerasnmt.inference.source import source_features
 from kerasnmt.inference.text import hypothesis_texts, longest
-from kerasnmt.inference.widths import bucket_index
+from kerasnmt.inference.widths import bucket_index, decoding_steps
 
 
 class TranslateFunction:
@@ -73,6 +76,8 @@ class TranslateFunction:
         self.batch_size_buckets = list(batch_size_buckets)
         self.replace_unknown_target = replace_unknown_target
         self.shortlist = shortlist
+        self.length_ratio = length_ratio
+        self.length_offset = length_offset
         # The decode outputs "alignment" exactly when it records attention.
         self.alignment = self.records_alignment(sampler, alignment, replace_unknown_target)
         self.decode = decode or decode_function(translator, sampler, jit_compile, length_ratio,
@@ -213,8 +218,16 @@ class TranslateFunction:
         rows = tf.minimum(tf.range(num_chunks * chunk), batch_size - 1)
         chunked_ids = tf.reshape(tf.gather(ids, rows), [num_chunks, chunk, width])
         chunked_length = tf.reshape(tf.gather(length, rows), [num_chunks, chunk])
+
+        def decoded_chunk(inputs):
+            chunk_ids, chunk_length = inputs
+            return decode_chunk(
+                self.decode, chunk_ids, chunk_length, self.shortlist,
+                whole_vocabulary=lambda: self._decode_widest(chunk_ids, chunk_length, width),
+            )
+
         outputs = tf.map_fn(
-            lambda inputs: decode_chunk(self.decode, *inputs, shortlist=self.shortlist),
+            decoded_chunk,
             (chunked_ids, chunked_length),
             fn_output_signature=self._output_signature(width),
             parallel_iterations=1,
@@ -225,6 +238,20 @@ class TranslateFunction:
             return tf.reshape(tensor, shape)[:batch_size]
 
         return {key: unchunk(value) for key, value in outputs.items()}
+
+    def _decode_widest(self, ids, length, width):
+        """Decodes `[chunk, width]` ids over the whole vocabulary, padded to the widest
+        width: the chunks of every width whose shortlist overflows share this one decode
+        (a whole-vocabulary decode traced per width made the shortlist SavedModel's graph
+        twice as large: docs/benchmarks.md, "One whole-vocabulary decode"). The limit is
+        per sentence, so the padding changes no translation; the outputs are cut back to
+        this width's steps and source positions."""
+        widest = self.width_buckets[-1]
+        outputs = self.decode(tf.pad(ids, [[0, 0], [0, widest - width]]), length, None)
+        steps = decoding_steps(width, self.sampler, self.length_ratio, self.length_offset)
+        cuts = {"ids": np.s_[:, :, :steps], "alignment": np.s_[:, :, :steps, :width]}
+        return {key: value[cuts[key]] if key in cuts else value
+                for key, value in outputs.items()}
 
     def _output_signature(self, width):
         scores = tf.TensorSpec([None, None], tf.float32)
