@@ -160,10 +160,16 @@ def test_signatures_equal_translate(whitespace_export, whitespace_model):
         outputs["scores"], [[h["score"] for h in n] for n in expected], atol=1e-4)
     np.testing.assert_allclose(
         outputs["log_probs"], [[h["log_prob"] for h in n] for n in expected], atol=1e-4)
-    # Alignments: one row per target token over the source tokens, zero-padded.
-    alignments = outputs["alignments"].numpy()
+    _assert_alignments_equal(outputs["alignments"].numpy(), expected, SENTENCES)
+
+
+def _assert_alignments_equal(alignments, expected, sentences):
+    """The `alignments` of the n_best signature are `translate`'s (`expected` details of
+    whitespace-tokenized `sentences`): one row per target token over the source tokens,
+    zero-padded to the longest translation and the longest source."""
     longest_target = max(len(h["tokens"]) for n in expected for h in n)
-    assert alignments.shape == (len(SENTENCES), 2, longest_target, 8)
+    longest_source = max(len(sentence.split()) for sentence in sentences)
+    assert alignments.shape == (len(expected), len(expected[0]), longest_target, longest_source)
     for i, n_best in enumerate(expected):
         for k, hypothesis in enumerate(n_best):
             rows, columns = hypothesis["alignment"].shape
@@ -225,7 +231,8 @@ def test_a_shortlist_export_equals_translate(whitespace_export, tmp_path):
     shortlist = LexicalShortlist({3: [7, 9], 4: [8], 5: [11], 6: [10]}, always=[6], width=8)
     sampler = _sampler()
     path = translator.export(tmp_path / "shortlist", sampler=sampler, maximum_source_length=12,
-                             batch_size_buckets=(4,), jit_compile=False, shortlist=shortlist)
+                             batch_size_buckets=(4,), jit_compile=False, shortlist=shortlist,
+                             with_alignments=True)
     model = _loaded(path)
     for batch in (["a b", "b b a", "a"], ["a b c d", "d c"], ["a b a b a b a b a", "b"]):
         expected = _details(translator, batch, shortlist=shortlist)
@@ -234,6 +241,7 @@ def test_a_shortlist_export_equals_translate(whitespace_export, tmp_path):
             [h["text"] for h in n_best] for n_best in expected]
         np.testing.assert_allclose(
             outputs["scores"], [[h["score"] for h in n] for n in expected], atol=1e-4)
+        _assert_alignments_equal(outputs["alignments"].numpy(), expected, batch)
     fitting = _strings(model.signatures[N_BEST_SIGNATURE](
         source=tf.constant(["a b", "b b a", "a"]))["translations"])
     assert set(" ".join(fitting).split()) <= {"D", "E", "F", "G", "<unk>"}
