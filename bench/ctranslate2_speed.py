@@ -231,6 +231,7 @@ def prepare(arguments):
         export_translator,
         quantize_dense_layers,
     )
+    from kerasnmt.inference import float32_translator
     from kerasnmt.layers import BeamSampler
     from kerasnmt.training_run import build_shortlist
 
@@ -246,6 +247,7 @@ def prepare(arguments):
 
         config = load_config(arguments.config, required=MODEL_KEYS)
         translator, checkpoint = restore_translator(config, arguments.checkpoint)
+        translator = float32_translator(translator)
         params = config["params"]
         sampler_options.update(max_length=params["maximum_decoding_length"],
                                min_length=params["minimum_decoding_length"])
@@ -255,7 +257,7 @@ def prepare(arguments):
         source = f"{arguments.config}, {checkpoint} (saved as {model_path})"
     else:
         model_path = os.path.abspath(arguments.model)
-        translator = keras.saving.load_model(model_path, compile=False)
+        translator = float32_translator(keras.saving.load_model(model_path, compile=False))
         source = model_path
     import kerasnmt
 

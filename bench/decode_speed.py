@@ -49,6 +49,7 @@ from kerasnmt.data.lexical_shortlist import LexicalShortlist  # noqa: E402
 from kerasnmt.data.training_pipeline import training_dataset  # noqa: E402
 from kerasnmt.evaluation import score_translations  # noqa: E402
 from kerasnmt.export import quantize_dense_layers  # noqa: E402
+from kerasnmt.inference import float32_translator  # noqa: E402
 from kerasnmt.layers import BeamSampler  # noqa: E402
 from kerasnmt.training.fitting import model_data  # noqa: E402
 from kerasnmt.training import NoamDecay  # noqa: E402
@@ -140,6 +141,8 @@ def train_briefly(arguments):
 
 
 def load_translator(arguments):
+    """The model of `--checkpoint` (trained first without it), in float32 as kerasnmt's
+    commands decode (`kerasnmt.inference.float32_translator`)."""
     if arguments.checkpoint is None:
         started = time.time()
         subprocess.run([sys.executable, __file__, "--train-only", *sys.argv[1:]], check=True)
@@ -148,7 +151,7 @@ def load_translator(arguments):
               f"minutes first ({time.time() - started:.0f} s with startup), "
               f"{arguments.checkpoint}")
     if arguments.checkpoint.endswith(".keras"):
-        return keras.models.load_model(arguments.checkpoint)
+        return float32_translator(keras.models.load_model(arguments.checkpoint))
     translator = reference_translator(arguments)
     path = tf.train.latest_checkpoint(arguments.checkpoint)
     if path is None:

@@ -25,8 +25,9 @@ and trains for `--train-minutes` of wall-clock time (`kerasnmt.training_run.trai
 (`--average-last-checkpoints N` averages the last N: in a short run they are 150 steps
 apart while the loss still falls fast, and the average is worse than the last one).
 Then `test_2016_flickr.en` is translated with the recipe's beam and length penalty
-(`--beam-size`, `--length-penalty` override them; `Translator.translate`, batches of 32
-sentences) and scored against `test_2016_flickr.de` with sacreBLEU on detokenized text,
+(`--beam-size`, `--length-penalty` override them; `Translator.translate` of the model
+in float32 whatever it trained in, as the export decodes; batches of 32 sentences) and
+scored against `test_2016_flickr.de` with sacreBLEU on detokenized text,
 and on Moses-tokenized lowercased text as papers report it. The model is also exported to
 `saved_models/multi30k/N` (for `bench/serve_latency.py`) and saved as
 `--workdir/model.keras` (for `bench/decode_speed.py --checkpoint`).
@@ -68,6 +69,7 @@ from kerasnmt.config import check_config  # noqa: E402
 from kerasnmt.data import train_sentencepiece  # noqa: E402
 from kerasnmt.evaluation import read_lines, score_translations  # noqa: E402
 from kerasnmt.export import export_translator, next_version_path  # noqa: E402
+from kerasnmt.inference import float32_translator  # noqa: E402
 from kerasnmt.layers import BeamSampler  # noqa: E402
 from kerasnmt.training_run import (  # noqa: E402
     TRAINING_KEYS,
@@ -188,7 +190,7 @@ def main():
     sampler = build_sampler(config, n_best=1)
     if args.early_exit:
         sampler = BeamSampler.from_config(dict(sampler.get_config(), early_exit=True))
-    translator = result.translator
+    translator = float32_translator(result.translator)  # as kerasnmt's commands decode
     translator.translate(sources, sampler=sampler, batch_size=32)  # compiles each shape
     begin = time.monotonic()
     details = translator.translate(sources, sampler=sampler, batch_size=32, return_details=True)

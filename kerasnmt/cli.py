@@ -453,7 +453,9 @@ def build_shortlist(parser):
 
 def _load_model_for_decoding(args):
     """The `Translator` (and configuration, or None) that --config/--checkpoint or
-    --model name."""
+    --model name, in float32 whatever precision it trained in (as its export decodes:
+    `kerasnmt.inference.precision`)."""
+    from kerasnmt.inference import float32_translator
     from kerasnmt.training_run import MODEL_KEYS, restore_translator
 
     config = load_config(args.config, required=MODEL_KEYS) if args.config else None
@@ -464,10 +466,10 @@ def _load_model_for_decoding(args):
             raise OSError(f"{args.model}: no such file")
         translator = keras.saving.load_model(args.model, compile=False)
         print(f"Loaded {args.model}", file=sys.stderr)
-        return translator, config
-    translator, checkpoint = restore_translator(config, args.checkpoint)
-    print(f"Restored {checkpoint}", file=sys.stderr)
-    return translator, config
+    else:
+        translator, checkpoint = restore_translator(config, args.checkpoint)
+        print(f"Restored {checkpoint}", file=sys.stderr)
+    return float32_translator(translator), config
 
 
 def _sampler(config, n_best, early_exit=False):

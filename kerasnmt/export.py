@@ -56,6 +56,7 @@ import tempfile
 import keras
 import tensorflow as tf
 
+from kerasnmt.inference.precision import float32_translator
 from kerasnmt.inference.translate_function import TranslateFunction
 from kerasnmt.inference.widths import (
     DEFAULT_LENGTH_OFFSET,
@@ -110,6 +111,10 @@ def export_translator(
     place; an existing `path` is replaced only once the new one is complete, so a failure
     at any point leaves the previous export as it was (and no temporary directory).
 
+    The SavedModel decodes in float32 whatever `translator`'s dtype policy: a model
+    trained in mixed precision is exported from its float32 copy
+    (`kerasnmt.inference.precision`).
+
     Args:
         translator: a `kerasnmt.Translator`.
         path: the SavedModel directory to write (for TF Serving, a version number under
@@ -138,6 +143,7 @@ def export_translator(
     Returns:
         `path`.
     """
+    translator = float32_translator(translator)
     sampler = BeamSampler() if sampler is None else sampler
     check_maximum_source_length(maximum_source_length)
     if source_length_buckets is None:

@@ -222,6 +222,29 @@ def test_translate_after_keras_int8_quantization_equals_its_export(tmp_path):
     np.testing.assert_allclose(outputs["scores"], scores, atol=1e-4)
 
 
+def test_a_mixed_precision_model_is_exported_in_float32(tmp_path):
+    """A model built in `mixed_bfloat16` (trained with `train.mixed_precision`) is exported
+    from its float32 copy: no bfloat16 tensor in the graph, and the SavedModel's scores
+    are those of the float32 model's `translate`, not of the bfloat16 model's."""
+    mixed = tiny_translator(seed=5, dtype="mixed_bfloat16")
+    expected = _details(tiny_translator(seed=5), SENTENCES)  # the same weights, in float32
+    scores = [[h["score"] for h in n] for n in expected]
+    assert not np.allclose([[h["score"] for h in n] for n in _details(mixed, SENTENCES)],
+                           scores, atol=1e-4)
+    path = mixed.export(tmp_path / "mixed", sampler=_sampler(), maximum_source_length=8,
+                        batch_size_buckets=(8,), jit_compile=False, warmup=False)
+    graph = (path / "saved_model.pb").read_bytes()
+    saved_model = saved_model_pb2.SavedModel.FromString(graph)
+    graph_def = saved_model.meta_graphs[0].graph_def
+    nodes = list(graph_def.node) + [n for f in graph_def.library.function for n in f.node_def]
+    dtypes = {value.type for node in nodes for value in node.attr.values()}
+    assert types_pb2.DT_FLOAT in dtypes and types_pb2.DT_BFLOAT16 not in dtypes
+    outputs = _loaded(path).signatures[N_BEST_SIGNATURE](source=tf.constant(SENTENCES))
+    assert [_strings(row) for row in outputs["translations"]] == [
+        [h["text"] for h in n_best] for n_best in expected]
+    np.testing.assert_allclose(outputs["scores"], scores, atol=1e-4)
+
+
 def test_a_shortlist_export_equals_translate(whitespace_export, tmp_path):
     """The SavedModel finds each chunk's shortlist in its graph: the translations and
     scores of `translate` with the shortlist, for a batch whose shortlist fits its width

@@ -314,6 +314,29 @@ def test_export_and_translate_a_keras_file(trained_run, capsys):
     assert out.splitlines() == greedy_free
 
 
+def test_a_run_trained_in_mixed_precision_is_translated_in_float32(trained_run, capsys):
+    """`train.mixed_precision: mixed_bfloat16` builds the run's model in bfloat16 for
+    training; `translate --config` decodes its checkpoint in float32, as its export
+    does: the scores are the float32 model's, not the bfloat16 model's."""
+    directory, config_path, translator, sources, details = trained_run
+    config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
+    config["train"]["mixed_precision"] = "mixed_bfloat16"
+    mixed_path = write_config(directory, config, name="mixed.yml")
+    mixed, _ = restore_translator(load_config(mixed_path))
+    assert mixed.compute_dtype == "bfloat16"
+    mixed_details = mixed.translate(sources, sampler=build_sampler(load_config(mixed_path)),
+                                    return_details=True, jit_compile=False)
+    scores = [n_best[0]["score"] for n_best in details]
+    assert not np.allclose([n_best[0]["score"] for n_best in mixed_details], scores,
+                           atol=1e-4)
+    status, out, err = run_cli(capsys, "translate", "--config", mixed_path, "--input",
+                               directory / "val.src", "--with-scores", "--no-xla")
+    assert status == 0, err
+    lines = [line.split(" ||| ") for line in out.splitlines()]
+    assert [text for _, text in lines] == [n_best[0]["text"] for n_best in details]
+    np.testing.assert_allclose([float(score) for score, _ in lines], scores, atol=1e-5)
+
+
 def test_usage_and_input_errors(trained_run, capsys, tmp_path):
     directory, config_path, *_ = trained_run
     with pytest.raises(SystemExit) as exit_info:

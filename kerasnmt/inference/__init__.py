@@ -2,6 +2,7 @@
 shared by `Translator.translate` and the exported SavedModel."""
 
 from kerasnmt.inference.decoding import decode_chunk, decode_function
+from kerasnmt.inference.precision import float32_translator
 from kerasnmt.inference.source import source_features
 from kerasnmt.inference.streams import decoding_streams
 from kerasnmt.inference.text import hypothesis_texts
@@ -20,6 +21,7 @@ __all__ = [
     "decoding_length_limit",
     "decoding_steps",
     "decoding_streams",
+    "float32_translator",
     "hypothesis_texts",
     "source_features",
     "source_width_buckets",
