@@ -548,7 +548,8 @@ def export(parser):
     sampling_topk, sampling_temperature, num_hypotheses, maximum_decoding_length,
     minimum_decoding_length, replace_unknown_target, compact_batch, early_exit,
     shortlist, shortlist_width), fixed in the export. Sources are cut to --maximum-source-length
-    tokens. With --quantization int8, the Dense layers' weights are Keras int8 (the
+    tokens. It decodes in float32, whatever train.mixed_precision the model trained in.
+    With --quantization int8, the Dense layers' weights are Keras int8 (the
     embeddings stay float). The directory is written under a temporary name and renamed, so an
     interrupted export leaves an existing one intact. Load it with TensorFlow alone (plus
     `import tensorflow_text` for SentencePiece models), or serve it with TF Serving, which
