@@ -882,6 +882,28 @@ def test_compact_batch_with_a_batch_size_unknown_when_tracing(jit_compile):
     assert dynamic(tf.zeros([0], tf.int32))["ids"].shape[0] == 0
 
 
+def test_a_batch_size_unknown_when_tracing_traces_one_step_for_all_the_loops():
+    """With `[None]` start ids (a SavedModel's decode) the three loops' tensors have the
+    same shapes: `step_fn` is traced once for all of them (and once for the first step),
+    where a static batch size traces it once per loop."""
+    table = np.random.default_rng(5).normal(scale=2.0, size=[7, 7]).astype(np.float32)
+    sampler = BeamSampler(beam_size=2, length_penalty=0.6, max_length=9, compact_batch=True)
+    seen = []
+
+    def counting_step_fn(ids, step, state):
+        seen.append(tf.get_static_value(step))
+        return markov_step_fn(table)(ids, step, state)
+
+    def traced_for(spec):
+        seen.clear()
+        tf.function(lambda start_ids: sampler(counting_step_fn, start_ids, END)
+                    ).get_concrete_function(spec)
+        return seen
+
+    assert traced_for(tf.TensorSpec([None], tf.int32)) == [0, None]
+    assert traced_for(tf.TensorSpec([9], tf.int32)) == [0, None, None, None]  # 9, 5, 2
+
+
 @pytest.mark.parametrize("compact_batch", [False, True])
 def test_the_first_step_is_taken_before_the_loop_at_a_constant_step(compact_batch):
     """When tracing, `step_fn` sees the first step's `step` as the constant 0 (taken before

@@ -22,7 +22,7 @@ from kerasnmt.layers.search.hypotheses import (
     gather_rows_or_examples,
     steps_first,
 )
-from kerasnmt.layers.search.plain_loop import PlainLoop
+from kerasnmt.layers.search.plain_loop import TABLES, PlainLoop
 
 
 def batch_sizes(static_batch_size, batch_size):
@@ -50,6 +50,7 @@ class CompactingLoop(PlainLoop):
         returns_attention = self.returns_attention  # set when self.body first runs
         (loop,) = self.first_step(start_ids, initial_state, unordered_state)
         _check_unordered_state(loop, sizes[0], rule.beam_size)
+        body = self._shared_body(loop)
         examples = tf.range(sizes[0])  # the original place of each example in the loop
         tables = None
         for index, size in enumerate(sizes):
@@ -69,7 +70,7 @@ class CompactingLoop(PlainLoop):
                 return tf.logical_and(unfinished > later_size, loop["step"] < max_length)
 
             (loop,) = tf.while_loop(
-                cond, self.body, (loop,), maximum_iterations=max_length,
+                cond, body, (loop,), maximum_iterations=max_length,
                 parallel_iterations=1,
             )
             phase_tables = _final_tables(loop, self.end_id, returns_attention == [True],
@@ -88,6 +89,20 @@ class CompactingLoop(PlainLoop):
             loop["step"], tables["scores"], tables["log_probs"],
             steps_first(tables["attention"]), self.end_id, sizes[0],
         )
+
+
+    def _shared_body(self, loop):
+        """`self.body`, or in a graph whose batch size is unknown when tracing (a
+        SavedModel's decode: every loop's tensors then have the same shapes) a body whose
+        step (`advance`) is traced once, before the loops, and called by each: the graph
+        holds one decoder step for all the loops instead of one each."""
+        if tf.executing_eagerly() or isinstance(self.batch_sizes[0], int):
+            return self.body
+        specs = tf.nest.map_structure(
+            tf.type_spec_from_value,
+            {key: value for key, value in loop.items() if key not in TABLES})
+        advance = tf.function(self.advance, autograph=False).get_concrete_function(specs)
+        return lambda loop: self.body(loop, advance)
 
 
 def _check_unordered_state(loop, batch_size, beam_size):

@@ -20,6 +20,9 @@ import tensorflow as tf
 from kerasnmt.layers.search.hypotheses import finalize
 from kerasnmt.layers.search.step_function import call_step_fn, tile_state
 
+# The loop's tables, written at each step (TensorArrays), beside its hypotheses.
+TABLES = ("step_ids", "parent_ids", "attention")
+
 
 class PlainLoop:
     """Searches by `rule` over `step_fn` (see `BeamSampler`), the batch decoded whole.
@@ -89,22 +92,12 @@ class PlainLoop:
                                                             unordered_state)
         return loop
 
-    def body(self, loop):
+    def body(self, loop, advance=None):
         """One step of OpenNMT-tf's `dynamic_decode` with `BeamSearch.step`, recorded in
-        the tables."""
-        logits, attention, new_state, new_unordered_state = call_step_fn(
-            lambda state: self.step_fn(loop["ids"], loop["step"], state), loop,
-            loop["ids"].shape[0], self.attention_size, self.returns_attention,
-            self.rule.coverage_penalty != 0,
-        )
+        the tables; `advance`: `self.advance`, or a traced copy of it (`CompactingLoop`)."""
+        hypotheses = {key: value for key, value in loop.items() if key not in TABLES}
+        next_loop, word_ids, beam_ids, attention = (advance or self.advance)(hypotheses)
         step = loop["step"]
-        stand_still = None
-        if self.stand_still_when_done:
-            stand_still = tf.repeat(self.rule.examples_done(loop), self.rule.beam_size)
-        next_loop, word_ids, beam_ids, attention = self.rule.advance(
-            loop, logits, attention, self.end_id, step, new_state, self.seed, step,
-            stand_still,
-        )
         next_loop.update(
             step=step + 1,
             step_ids=loop["step_ids"].write(step, word_ids),
@@ -112,6 +105,25 @@ class PlainLoop:
             attention=loop["attention"] if attention is None
             else loop["attention"].write(step, attention),
         )
-        if "unordered_state" in loop:
-            next_loop["unordered_state"] = new_unordered_state
         return (next_loop,)
+
+    def advance(self, hypotheses):
+        """The step of `body` without its tables: `(next_hypotheses, word_ids, beam_ids,
+        attention)` from the loop's value without `TABLES` (`next_hypotheses` without the
+        step)."""
+        logits, attention, new_state, new_unordered_state = call_step_fn(
+            lambda state: self.step_fn(hypotheses["ids"], hypotheses["step"], state),
+            hypotheses, hypotheses["ids"].shape[0], self.attention_size,
+            self.returns_attention, self.rule.coverage_penalty != 0,
+        )
+        step = hypotheses["step"]
+        stand_still = None
+        if self.stand_still_when_done:
+            stand_still = tf.repeat(self.rule.examples_done(hypotheses), self.rule.beam_size)
+        next_hypotheses, word_ids, beam_ids, attention = self.rule.advance(
+            hypotheses, logits, attention, self.end_id, step, new_state, self.seed, step,
+            stand_still,
+        )
+        if "unordered_state" in hypotheses:
+            next_hypotheses["unordered_state"] = new_unordered_state
+        return next_hypotheses, word_ids, beam_ids, attention
