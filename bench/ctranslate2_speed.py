@@ -48,7 +48,9 @@ kerasnmt `compact_batch` and `early_exit` (both on by default: CTranslate2 alway
 finished sentence from its batch and stops once a sentence's best hypothesis has
 finished); with `--config`, the decoding length limits and
 the source cut of the run configuration. The length penalty is not the same formula in
-both runtimes (docs/ctranslate2.md), so translations differ: hence the BLEU columns.
+both runtimes by default (docs/ctranslate2.md), so translations differ: hence the BLEU
+columns. `--length-normalization power` gives kerasnmt CTranslate2's formula
+(`length_normalization="power"`, `freeze_finished_scores=True`): both rank hypotheses alike.
 
 For every runtime alike, from the translations it returned (text): **target tokens** are
 the SentencePiece pieces of each translation encoded again with the model's target
@@ -107,6 +109,10 @@ def parse_arguments(argv=None):
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--beam-size", type=int, default=4)
     parser.add_argument("--length-penalty", type=float, default=0.6)
+    parser.add_argument("--length-normalization", choices=("gnmt", "power"), default="gnmt",
+                        help="kerasnmt's length penalty: gnmt (its default, OpenNMT-tf's) or "
+                        "power (CTranslate2's own: length_normalization='power' with "
+                        "freeze_finished_scores, so both runtimes rank hypotheses alike)")
     parser.add_argument("--compact-batch", action=argparse.BooleanOptionalAction, default=True,
                         help="kerasnmt: BeamSampler(compact_batch=...)")
     parser.add_argument("--early-exit", action=argparse.BooleanOptionalAction, default=True,
@@ -212,6 +218,15 @@ def process_figures():
 # ---------------------------------------------------------------------------------------
 
 
+def sampler_options_of(arguments):
+    """The `BeamSampler` options of the runs (kerasnmt's, and CTranslate2's through its
+    export's `translate_options.json`)."""
+    return dict(beam_size=arguments.beam_size, length_penalty=arguments.length_penalty,
+                compact_batch=arguments.compact_batch, early_exit=arguments.early_exit,
+                length_normalization=arguments.length_normalization,
+                freeze_finished_scores=arguments.length_normalization == "power")
+
+
 def prepare(arguments):
     """Loads the model, writes it as `.keras` (from a checkpoint), the SavedModel, the
     CTranslate2 exports, the decoding options every worker uses, and CTranslate2's
@@ -236,9 +251,7 @@ def prepare(arguments):
     from kerasnmt.training_run import build_shortlist
 
     started = time.perf_counter()
-    sampler_options = dict(beam_size=arguments.beam_size, length_penalty=arguments.length_penalty,
-                           compact_batch=arguments.compact_batch,
-                           early_exit=arguments.early_exit)
+    sampler_options = sampler_options_of(arguments)
     options = {"maximum_source_length": DEFAULT_MAXIMUM_SOURCE_LENGTH}
     config = None
     if arguments.config:
@@ -636,7 +649,8 @@ def main():
     sampler = decoding["sampler"]
     print(f"\nmodel: {decoding['source']} ({decoding['parameters']:,} parameters); "
           f"{len(sentences)} sentences of {arguments.input}, batches of {arguments.batch_size}, "
-          f"beam {sampler['beam_size']}, length penalty {sampler['length_penalty']}; kerasnmt "
+          f"beam {sampler['beam_size']}, length penalty {sampler['length_penalty']} "
+          f"(kerasnmt: {sampler['length_normalization']}); kerasnmt "
           f"compact_batch={sampler['compact_batch']} early_exit={sampler['early_exit']} "
           f"jit_compile={arguments.jit_compile}, {decoding['options']}")
     print("exports: " + ", ".join(f"{name} {seconds:.1f} s"

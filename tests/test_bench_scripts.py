@@ -69,6 +69,22 @@ def test_ctranslate2_speed_keeps_the_fastest_of_its_timed_passes(tmp_path, capsy
     assert "--timed-passes: at least 1" in capsys.readouterr().err
 
 
+def test_ctranslate2_speed_length_normalization_gives_kerasnmt_ctranslate2s_formula(tmp_path):
+    """`--length-normalization power` scores kerasnmt's hypotheses as CTranslate2 does: the
+    power divisor with finished scores frozen (docs/ctranslate2.md), the same ranking."""
+    module = _ctranslate2_speed()
+    model = tmp_path / "model.keras"
+    model.write_bytes(b"")
+    assert module.parse_arguments(["--model", str(model)]).length_normalization == "gnmt"
+    arguments = module.parse_arguments(["--model", str(model), "--length-normalization",
+                                        "power"])
+    options = module.sampler_options_of(arguments)
+    assert (options["length_normalization"], options["freeze_finished_scores"]) == (
+        "power", True)
+    assert not module.sampler_options_of(module.parse_arguments(["--model", str(model)]))[
+        "freeze_finished_scores"]
+
+
 def test_ctranslate2_speed_names_each_savedmodel_variant_and_refuses_unknown_ones(
         tmp_path, capsys):
     """`--savedmodel-weights` and `--shortlist` add SavedModel exports of their own (one
