@@ -3,6 +3,7 @@
 import functools
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from kerasnmt.layers.dropout import Dropout
@@ -280,7 +281,7 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         query_length = tf.shape(queries)[1]
         if beam_cache:
             key_positions = _segment_key_positions(keys)
-            newest = tf.reduce_max(step)  # the segments after it are not read
+            newest = _deepest_step(step)  # the segments after it are not read
         else:
             key_positions = tf.range(tf.shape(keys)[-2])
         # The query positions: [T], or [rows, T] when each example has its own step.
@@ -486,11 +487,20 @@ def _write_beam_segments(segments, update, step, hypotheses):
     return written
 
 
+def _deepest_step(step):
+    """The deepest of `step` (a scalar, or `[B]`): a Python int when it is known when
+    tracing (the first step, 0), else an int32 scalar."""
+    static = tf.get_static_value(step)
+    return tf.reduce_max(step) if static is None else int(np.max(static))
+
+
 def _read_segments(segments, history, newest, read, skipped):
     """`read(index, segment, selector)` of each segment of a beam cache, or
     `skipped(segment)` for the segments that start after `newest` (no row attends to
-    them). `selector`: the one-hot `[B, R, K, P + 1]` of the slot that holds each position
-    of each of the history's `R` hypotheses (the spare entry: slot 0)."""
+    them), chosen when the graph runs, or when tracing if `newest` is a Python int (then
+    the skipped segments' reads are not traced). `selector`: the one-hot `[B, R, K, P + 1]`
+    of the slot that holds each position of each of the history's `R` hypotheses (the
+    spare entry: slot 0)."""
     results = []
     for index, (start, segment) in enumerate(zip(_segment_starts(segments), segments)):
         length = segment.shape[3] - 1
@@ -500,9 +510,13 @@ def _read_segments(segments, history, newest, read, skipped):
             selector = tf.one_hot(slots, segment.shape[2], axis=2, dtype=segment.dtype)
             return read(index, segment, selector)
 
-        results.append(read_segment() if start == 0
-                       else tf.cond(newest >= start, read_segment,
-                                    functools.partial(skipped, segment)))
+        if start == 0 or (isinstance(newest, int) and newest >= start):
+            results.append(read_segment())
+        elif isinstance(newest, int):
+            results.append(skipped(segment))
+        else:
+            results.append(tf.cond(newest >= start, read_segment,
+                                   functools.partial(skipped, segment)))
     return results
 
 

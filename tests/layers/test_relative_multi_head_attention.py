@@ -216,6 +216,30 @@ def test_beam_cache_first_step_once_per_example():
     )
 
 
+def test_a_step_known_when_tracing_reads_only_the_segments_it_reaches():
+    """At a step known when tracing (a search's first step, 0) the later segments of a
+    beam cache are left out of the graph, where a step given when the graph runs reads
+    each of them under a `tf.cond`; the outputs are the same."""
+    layer = RelativeMultiHeadAttention(num_heads=2, key_dim=3, maximum_relative_position=2)
+    cache = layer.initial_cache(2, 40, beam_size=3)  # segments [0, 16), [16, 32), [32, 40)
+    query = np.random.default_rng(4).normal(size=[6, 1, 6]).astype(np.float32)
+    known = tf.function(lambda q: layer(q, cache=cache, step=tf.constant(0)))
+    given = tf.function(lambda q, s: layer(q, cache=cache, step=s))
+
+    def conds(function, *args):
+        operations = function.get_concrete_function(*args).graph.get_operations()
+        return sum(op.type in ("If", "StatelessIf") for op in operations)
+
+    assert conds(known, query) == 0
+    assert conds(given, query, tf.constant(0)) == 4  # 2 later segments: logits, values
+    outputs, new_cache = known(query)
+    expected, expected_cache = given(query, tf.constant(0))
+    np.testing.assert_allclose(outputs, expected, atol=1e-6)
+    for key in ("keys", "values"):
+        for segment, expected_segment in zip(new_cache[key], expected_cache[key]):
+            np.testing.assert_array_equal(segment, expected_segment)
+
+
 @pytest.mark.parametrize("beam, length", [(None, 6), (2, 6), (2, 21)])
 def test_each_example_of_the_cache_at_its_own_step(beam, length):
     """Examples that start decoding at different steps (`step` `[B]`, as a decoding slot
