@@ -90,7 +90,6 @@ class CompactingLoop(PlainLoop):
             steps_first(tables["attention"]), self.end_id, sizes[0],
         )
 
-
     def _shared_body(self, loop):
         """`self.body`, or in a graph whose batch size is unknown when tracing (a
         SavedModel's decode: every loop's tensors then have the same shapes) a body whose
