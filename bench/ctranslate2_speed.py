@@ -45,8 +45,10 @@ for kerasnmt), then `--timed-passes` timed passes (default 3), of which the fast
 reported (a pass takes one to three seconds: one pass alone varies by 15% on a shared
 VM). The options are those of the exports: `--beam-size`, `--length-penalty`, and for
 kerasnmt `compact_batch` and `early_exit` (both on by default: CTranslate2 always drops a
-finished sentence from its batch and stops once a sentence's best hypothesis has
-finished); with `--config`, the decoding length limits and
+finished sentence from its batch; it stops a sentence once its best hypothesis has
+finished only without penalties, and with a length penalty once `beam_size` hypotheses
+have finished, each replaced in the beam by the next candidate, as fairseq does); with
+`--config`, the decoding length limits and
 the source cut of the run configuration. The length penalty is not the same formula in
 both runtimes by default (docs/ctranslate2.md), so translations differ: hence the BLEU
 columns. `--length-normalization power` gives kerasnmt CTranslate2's formula
