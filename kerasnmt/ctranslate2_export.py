@@ -231,9 +231,7 @@ def transformer_spec(translator):
                 f"{tokens.index(UNKNOWN_TOKEN) + 1}), where CTranslate2 needs it for the "
                 "out-of-vocabulary id kerasnmt puts after the tokens"
             )
-    # The layers keras.Model.quantize goes through.
-    quantized = [layer.path for layer in translator._flatten_layers()
-                 if getattr(layer, "quantization_mode", None)]
+    quantized = translator.quantized_layers()
     if quantized:
         problems.append(f"layers quantized by Keras ({', '.join(quantized)}): export the "
                         "float model and pass quantization= instead")

@@ -36,8 +36,7 @@ def float32_translator(translator):
     """
     if translator.dtype_policy.name == "float32":
         return translator
-    quantized = [layer.name for layer in translator._flatten_layers()
-                 if getattr(layer.dtype_policy, "quantization_mode", None)]
+    quantized = translator.quantized_layers()
     if quantized:
         raise ValueError(
             f"{translator.name}: its dtype policy is {translator.dtype_policy.name} and "

@@ -665,6 +665,11 @@ class Translator(keras.Model):
             outputs["alignment"] = _token_attention(outputs["alignment"], source_length)
         return outputs
 
+    def quantized_layers(self):
+        """The paths of the layers that `quantize` (`keras.Model.quantize`) quantized."""
+        return [layer.path for layer in self._flatten_layers()
+                if getattr(layer, "quantization_mode", None)]
+
     def quantize(self, mode, **kwargs):
         """`keras.Model.quantize` (Keras quantizes the `Dense` and `Embedding` layers), then
         forgets the functions `translate` traced for the float weights.
