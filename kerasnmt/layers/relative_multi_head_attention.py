@@ -510,10 +510,10 @@ def _read_segments(segments, history, newest, read, skipped):
             selector = tf.one_hot(slots, segment.shape[2], axis=2, dtype=segment.dtype)
             return read(index, segment, selector)
 
-        if start == 0 or (isinstance(newest, int) and newest >= start):
+        if start == 0:
             results.append(read_segment())
-        elif isinstance(newest, int):
-            results.append(skipped(segment))
+        elif isinstance(newest, int):  # known when tracing: the other branch is not traced
+            results.append(read_segment() if newest >= start else skipped(segment))
         else:
             results.append(tf.cond(newest >= start, read_segment,
                                    functools.partial(skipped, segment)))
