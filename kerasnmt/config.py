@@ -35,6 +35,7 @@ from typing import Any
 
 import yaml
 
+from kerasnmt.layers.beam_sampler import FINISHED_HYPOTHESES
 from kerasnmt.layers.search.scoring import LENGTH_NORMALIZATIONS
 
 
@@ -604,6 +605,16 @@ _SCHEMA = {
             "(as fairseq and CTranslate2; `BeamSampler(freeze_finished_scores=True)`). "
             "OpenNMT-tf (`false`) ranks it with its length plus one.",
         ),
+        "finished_hypotheses": _Option(
+            "in_beam",
+            _Choice(*FINISHED_HYPOTHESES),
+            "Where the beam search's finished hypotheses go: `in_beam` (OpenNMT-tf: they keep "
+            "their slots, re-ranked each step) or `set_aside` (fairseq and CTranslate2: they "
+            "leave the beam, which is refilled from `2 * beam_width` candidates, and a "
+            "sentence ends at `beam_width` finished hypotheses; "
+            "`BeamSampler(finished_hypotheses=\"set_aside\")`, with `early_exit: false` and "
+            "`sampling_topk: 1`).",
+        ),
         "coverage_penalty": _Option(
             0.0,
             _Number(minimum=0),
@@ -1123,6 +1134,11 @@ def _check_together(config, errors, given_optimizer_params):
     more_than("params.num_hypotheses", "params.beam_width")
     more_than("infer.n_best", "params.beam_width")
     more_than("params.minimum_decoding_length", "params.maximum_decoding_length")
+    if valid("params.finished_hypotheses") and params["finished_hypotheses"] == "set_aside":
+        for path, needed in (("params.early_exit", False), ("params.sampling_topk", 1)):
+            if valid(path) and _get(config, path) != needed:
+                error(path, f"must be {needed} with params.finished_hypotheses: set_aside (a "
+                            f"deterministic search with its own end), got {_get(config, path)}")
     more_than("train.average_last_checkpoints", "train.keep_checkpoint_max")
     train = config["train"]
     if (valid("train.batch_size_multiple", "train.batch_type")

@@ -170,6 +170,7 @@ def build_sampler(config, n_best=None):
         length_penalty=params["length_penalty"],
         length_normalization=params["length_normalization"],
         freeze_finished_scores=params["freeze_finished_scores"],
+        finished_hypotheses=params["finished_hypotheses"],
         coverage_penalty=params["coverage_penalty"],
         top_k=params["sampling_topk"],
         temperature=params["sampling_temperature"],

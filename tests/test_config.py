@@ -326,6 +326,23 @@ def test_options_that_contradict_each_other(run_dir):
     ]
 
 
+def test_set_aside_finished_hypotheses_refuse_early_exit_and_sampling(run_dir):
+    path = write_config(run_dir, """
+        params:
+          finished_hypotheses: set_aside
+          early_exit: true
+          sampling_topk: 3
+        """)
+    assert errors_of(path) == [
+        "params.early_exit: must be False with params.finished_hypotheses: set_aside (a "
+        "deterministic search with its own end), got True",
+        "params.sampling_topk: must be 1 with params.finished_hypotheses: set_aside (a "
+        "deterministic search with its own end), got 3",
+    ]
+    path = write_config(run_dir, "params:\n  finished_hypotheses: dropped\n")
+    assert len(errors_of(path)) == 1 and "finished_hypotheses" in errors_of(path)[0]
+
+
 def test_default_optimizer_params_the_optimizer_does_not_take_are_dropped(tmp_path):
     # beta_1 and beta_2 (the default, for Adam) are not arguments of SGD; given, they are
     # an error.

@@ -652,3 +652,7 @@ def test_the_sampler_takes_the_decoding_options_of_params(run_dir):
         "beam_size": 3, "length_penalty": 0.6, "coverage_penalty": 0.2, "n_best": 2,
         "max_length": 30, "min_length": 1, "compact_batch": True, "early_exit": True,
         "seed": 1}
+    assert config["finished_hypotheses"] == "in_beam"
+    params.update(early_exit=False, finished_hypotheses="set_aside")
+    sampler = build_sampler(load_config(write_config(run_dir, tiny_run(params=params))))
+    assert sampler.get_config()["finished_hypotheses"] == "set_aside"

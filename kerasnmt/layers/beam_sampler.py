@@ -10,12 +10,17 @@ from kerasnmt.layers.search import (
     CompactingLoop,
     Greedy,
     PlainLoop,
+    SetAsideRanking,
     SlotLoop,
     TopKSampling,
 )
 from kerasnmt.layers.search.compacting_loop import batch_sizes
 from kerasnmt.layers.search.scoring import check_length_normalization
 from kerasnmt.layers.search.top_k import SEED_RANGE
+
+# Where finished hypotheses go: they keep their beam slots (OpenNMT-tf), or leave the beam
+# (fairseq, CTranslate2).
+FINISHED_HYPOTHESES = ("in_beam", "set_aside")
 
 
 @keras.saving.register_keras_serializable(package="kerasnmt")
@@ -76,6 +81,17 @@ class BeamSampler(keras.layers.Layer):
     can never overtake them); with a length penalty a longer hypothesis could still have
     overtaken them, so the results may differ (CTranslate2 stops similarly, when
     `beam_size` hypotheses have finished).
+
+    `finished_hypotheses="set_aside"` searches as fairseq and CTranslate2 do instead
+    (`kerasnmt.layers.search.SetAsideRanking`): each step ranks the `2 * beam_size` best
+    candidates of an example by cumulative log-probability; those among the first
+    `beam_size` that end with `</s>` (or at `max_length`) leave the beam, set aside with
+    their final score (frozen, as with `freeze_finished_scores=True`), and the beam is
+    refilled with the next candidates that do not end; an example is done once
+    `beam_size` hypotheses are set aside (its best `beam_size` kept if more end at that
+    step), and stands still from then on. Every step then extends `beam_size` unfinished
+    hypotheses, and each result is that of its example decoded alone. It needs `top_k=1`
+    and has its own end (no `early_exit`).
 
     Also as in OpenNMT-tf, an example whose hypotheses have all finished goes on through
     the loop with the rest of its batch (its finished hypotheses re-ranked with
@@ -139,6 +155,8 @@ class BeamSampler(keras.layers.Layer):
             ones in smaller batches (see above).
         length_normalization: the length penalty's divisor: `"gnmt"` (OpenNMT-tf's
             `((5 + length) / 6) ** alpha`) or `"power"` (`length ** alpha`, see above).
+        finished_hypotheses: `"in_beam"` (OpenNMT-tf: they keep their slots) or
+            `"set_aside"` (fairseq, CTranslate2: they leave the beam, see above).
         **kwargs: passed to `keras.layers.Layer` (e.g. `name`).
 
     Call arguments:
@@ -231,6 +249,7 @@ class BeamSampler(keras.layers.Layer):
         early_exit=False,
         compact_batch=False,
         length_normalization="gnmt",
+        finished_hypotheses="in_beam",
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -251,6 +270,14 @@ class BeamSampler(keras.layers.Layer):
         if not temperature > 0:
             raise ValueError(f"BeamSampler: temperature must be > 0, got {temperature!r}")
         check_length_normalization(length_normalization, "BeamSampler")
+        if finished_hypotheses not in FINISHED_HYPOTHESES:
+            raise ValueError(f"BeamSampler: finished_hypotheses must be one of "
+                             f"{FINISHED_HYPOTHESES}, got {finished_hypotheses!r}")
+        if finished_hypotheses == "set_aside" and (top_k != 1 or early_exit):
+            raise ValueError(
+                "BeamSampler: finished_hypotheses='set_aside' is a deterministic search "
+                f"with its own end: it needs top_k=1 and early_exit=False, got top_k={top_k} "
+                f"and early_exit={early_exit}")
         if seed is not None:
             seed = _check_int("seed", seed, minimum=SEED_RANGE[0])
             if seed >= SEED_RANGE[1]:
@@ -268,6 +295,7 @@ class BeamSampler(keras.layers.Layer):
         self.early_exit = bool(early_exit)
         self.compact_batch = bool(compact_batch)
         self.length_normalization = length_normalization
+        self.finished_hypotheses = finished_hypotheses
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True
         self.built = True
@@ -307,8 +335,9 @@ class BeamSampler(keras.layers.Layer):
         return loop.search(start_ids, initial_state, unordered_state)
 
     def _search_rule(self):
-        """The rule of each step: `TopKSampling` when `top_k != 1`, else `Greedy` for one
-        hypothesis per example and `BeamRanking` for more."""
+        """The rule of each step: `SetAsideRanking` for `finished_hypotheses="set_aside"`,
+        `TopKSampling` when `top_k != 1`, else `Greedy` for one hypothesis per example and
+        `BeamRanking` for more."""
         options = dict(
             n_best=self.n_best,
             min_length=self.min_length,
@@ -318,6 +347,9 @@ class BeamSampler(keras.layers.Layer):
             freeze_finished_scores=self.freeze_finished_scores,
             early_exit=self.early_exit,
         )
+        if self.finished_hypotheses == "set_aside":
+            del options["freeze_finished_scores"], options["early_exit"]
+            return SetAsideRanking(self.beam_size, self.max_length, **options)
         if self.top_k != 1:
             return TopKSampling(self.beam_size, self.top_k, self.temperature, self.seed,
                                 **options)
@@ -360,6 +392,7 @@ class BeamSampler(keras.layers.Layer):
             early_exit=self.early_exit,
             compact_batch=self.compact_batch,
             length_normalization=self.length_normalization,
+            finished_hypotheses=self.finished_hypotheses,
         )
         return config
 

@@ -130,6 +130,9 @@ def test_config_round_trip():
                   length_normalization="power", name="sampler")
     sampler = BeamSampler(**kwargs)
     config = sampler.get_config()
+    assert config["finished_hypotheses"] == "in_beam"
+    set_aside = BeamSampler(finished_hypotheses="set_aside").get_config()
+    assert BeamSampler.from_config(set_aside).finished_hypotheses == "set_aside"
     for key, value in kwargs.items():
         assert config[key] == value
     revived = BeamSampler.from_config(config)
@@ -150,6 +153,9 @@ def test_config_round_trip():
     (dict(seed=2**40), "seed"),
     (dict(beam_size=2.0), "beam_size"),
     (dict(length_normalization="average"), "length_normalization"),
+    (dict(finished_hypotheses="dropped"), "finished_hypotheses must be one of"),
+    (dict(finished_hypotheses="set_aside", early_exit=True), "early_exit=False"),
+    (dict(finished_hypotheses="set_aside", top_k=5), "top_k=1"),
 ])
 def test_bad_constructor_arguments_are_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -504,6 +510,129 @@ def test_large_vocabulary_matches_a_plain_transcription_of_opennmt(freeze):
         np.testing.assert_allclose(outputs["scores"].numpy()[example],
                                    [beam["score"] for beam in beams], atol=1e-4)
     assert 0 < finished < len(start_ids) * beam_size
+
+
+def reference_set_aside_search(table, start, beam_size, max_length, alpha, beta, attention,
+                               normalization, min_length):
+    """CTranslate2's `BeamSearch::search` (`src/decoding.cc`, 4.8) for one example,
+    transcribed in float64: the first step expands the first hypothesis alone; each step
+    ranks all candidates by cumulative log-probability and takes the best `2 * beam_size`;
+    each of the first `beam_size` that ends (`</s>`, or any word at the last step) is set
+    aside and its slot refilled with the next candidate that is not `</s>`; the example
+    ends at `beam_size` set-aside hypotheses, scored `log_prob / length_penalty(length)`
+    (`</s>` counted) plus the coverage penalty (only with `</s>`, as kerasnmt's frozen
+    scores), best first."""
+    beams = [dict(tokens=(), last=start, log_prob=0.0, attention=np.zeros(attention.shape[1]))]
+    set_aside = []
+    for step in range(max_length):
+        candidates = []
+        for beam in beams:
+            logits = np.asarray(table[beam["last"]], np.float64).copy()
+            if step < min_length:
+                logits[END] += -1e7
+            accumulated = beam["attention"] + attention[beam["last"]]
+            for word, log_prob in enumerate(log_softmax(logits)):
+                candidates.append((beam["log_prob"] + log_prob, beam, word, accumulated))
+        candidates.sort(key=lambda candidate: -candidate[0])
+        candidates = candidates[:2 * beam_size]
+        last_step = step == max_length - 1
+        next_beams, refill = [], beam_size
+        for k in range(beam_size):
+            total, parent, word, accumulated = candidates[k]
+            if word == END or last_step:
+                length = len(parent["tokens"]) + 1
+                score = total / length_penalty(length, alpha, normalization)
+                if word == END:
+                    score += beta * coverage(accumulated)
+                tokens = parent["tokens"] + (() if word == END else (word,))
+                set_aside.append((score, list(tokens), total))
+                while refill < len(candidates) and candidates[refill][2] == END:
+                    refill += 1
+                if refill < len(candidates):  # (at the last step, none may be left)
+                    total, parent, word, accumulated = candidates[refill]
+                    refill += 1
+            next_beams.append(dict(tokens=parent["tokens"] + (word,), last=word,
+                                   log_prob=total, attention=accumulated))
+        if len(set_aside) >= beam_size or last_step:
+            break
+        beams = next_beams
+    return sorted(set_aside, key=lambda hypothesis: -hypothesis[0])[:beam_size]
+
+
+@pytest.mark.parametrize("alpha, beta, normalization, min_length", [
+    (0.0, 0.0, "gnmt", 0),
+    (0.6, 0.0, "power", 0),
+    (0.7, 0.4, "gnmt", 2),
+])
+@pytest.mark.parametrize("how", ["eager", "compact_batch-xla-unknown_batch", "num_slots"])
+def test_set_aside_search_matches_a_plain_transcription_of_ctranslate2(
+        alpha, beta, normalization, min_length, how):
+    """`finished_hypotheses="set_aside"`: every example's `beam_size` best hypotheses,
+    log-probabilities and scores are those of CTranslate2's search transcribed in Python,
+    whichever loop runs it (a plain batch, where done examples stand still; the compacting
+    loops of a SavedModel's unknown batch size under XLA; slots)."""
+    rng = np.random.default_rng(12)
+    vocab_size, sources, beam_size, max_length = 40, 5, 3, 7
+    table = rng.normal(scale=2.5, size=[vocab_size, vocab_size])
+    table[:, END] += 2.5  # hypotheses finish at different steps
+    attention = rng.dirichlet(np.ones(sources), size=vocab_size)
+    start_ids = [0, 7, 15, 22, 30]
+    sampler = BeamSampler(beam_size=beam_size, n_best=beam_size, max_length=max_length,
+                          length_penalty=alpha, coverage_penalty=beta, min_length=min_length,
+                          length_normalization=normalization, compact_batch="compact" in how,
+                          finished_hypotheses="set_aside")
+    step_fn = markov_step_fn(table, attention)
+    if how == "eager":
+        outputs = sampler(step_fn, tf.constant(start_ids), END, attention_size=sources)
+    elif how == "num_slots":
+        outputs = sampler(lambda ids, steps, state, examples: step_fn(ids, steps, state),
+                          tf.constant(start_ids), END, attention_size=sources, num_slots=2)
+    else:
+        outputs = tf.function(
+            lambda start: sampler(step_fn, start, END, attention_size=sources),
+            input_signature=[tf.TensorSpec([None], tf.int32)], jit_compile=True,
+        )(tf.constant(start_ids))
+    ended_at_limit = ended_early = 0
+    for example, start in enumerate(start_ids):
+        expected = reference_set_aside_search(table, start, beam_size, max_length, alpha,
+                                              beta, attention, normalization, min_length)
+        assert as_lists(outputs, example) == [tokens for _, tokens, _ in expected]
+        np.testing.assert_allclose(outputs["log_probs"].numpy()[example],
+                                   [log_prob for _, _, log_prob in expected], atol=1e-4)
+        np.testing.assert_allclose(outputs["scores"].numpy()[example],
+                                   [score for score, _, _ in expected], atol=1e-4)
+        lengths = [len(tokens) for _, tokens, _ in expected]
+        ended_at_limit += max(lengths) == max_length
+        ended_early += max(lengths) < max_length - 1
+    assert ended_early > 0 and ended_at_limit > 0  # examples end at different steps
+    if "alignment" in outputs:  # the attention that produced each returned token
+        for example, start in enumerate(start_ids):
+            for n, tokens in enumerate(as_lists(outputs, example)):
+                previous = ([start] + tokens)[:len(tokens)]
+                np.testing.assert_allclose(
+                    outputs["alignment"].numpy()[example, n, :len(tokens)],
+                    attention[previous], atol=1e-5)
+
+
+def test_set_aside_search_decodes_only_unfinished_hypotheses():
+    """Each step's `step_fn` ids are those of unfinished hypotheses (a `</s>` never comes
+    back as an input), while in-beam search feeds finished ones `</s>` again."""
+    rng = np.random.default_rng(3)
+    table = rng.normal(scale=2.0, size=[20, 20])
+    table[:, END] += 3.0
+    inputs = {}
+
+    def recording_step_fn(name):
+        def step_fn(ids, step, state):
+            inputs.setdefault(name, []).append(ids.numpy().tolist())
+            return tf.gather(tf.constant(table, tf.float32), ids), None, state
+        return step_fn
+
+    for finished in ("in_beam", "set_aside"):
+        BeamSampler(beam_size=3, max_length=8, finished_hypotheses=finished)(
+            recording_step_fn(finished), tf.constant([4, 9]), END)
+    assert all(END not in ids for ids in inputs["set_aside"][1:])
+    assert any(END in ids for ids in inputs["in_beam"][1:])
 
 
 # ----------------------------------------------------------------------------- sampling

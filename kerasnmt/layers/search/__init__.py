@@ -1,8 +1,9 @@
 """The parts of `kerasnmt.layers.BeamSampler`: the search rules (one step of a search)
 and the loops that run them.
 
-- `SearchRule` (`rule.py`), with `BeamRanking` (`beam.py`), `Greedy` (`greedy.py`) and
-  `TopKSampling` (`top_k.py`); the score's parts are in `scoring.py`.
+- `SearchRule` (`rule.py`), with `BeamRanking` (`beam.py`), `Greedy` (`greedy.py`),
+  `TopKSampling` (`top_k.py`) and `SetAsideRanking` (`set_aside.py`); the score's parts are
+  in `scoring.py`.
 - `PlainLoop` (`plain_loop.py`), `CompactingLoop` (`compacting_loop.py`) and `SlotLoop`
   (`slot_loop.py`).
 
@@ -17,6 +18,7 @@ from kerasnmt.layers.search.compacting_loop import CompactingLoop
 from kerasnmt.layers.search.greedy import Greedy
 from kerasnmt.layers.search.plain_loop import PlainLoop
 from kerasnmt.layers.search.rule import SearchRule
+from kerasnmt.layers.search.set_aside import SetAsideRanking
 from kerasnmt.layers.search.slot_loop import SlotLoop
 from kerasnmt.layers.search.top_k import TopKSampling
 
@@ -26,6 +28,7 @@ __all__ = [
     "Greedy",
     "PlainLoop",
     "SearchRule",
+    "SetAsideRanking",
     "SlotLoop",
     "TopKSampling",
 ]

@@ -59,7 +59,7 @@ class CompactingLoop(PlainLoop):
                     tf.cast(rule.examples_done(loop), tf.int32), stable=True
                 )[:size]
                 loop = _gather_examples(loop, unfinished_first, returns_attention == [True],
-                                        rule.beam_size, max_length)
+                                        rule, max_length)
                 examples = tf.gather(examples, unfinished_first)
             later_size = sizes[index + 1] if index + 1 < len(sizes) else 0
 
@@ -74,11 +74,11 @@ class CompactingLoop(PlainLoop):
                 parallel_iterations=1,
             )
             phase_tables = _final_tables(loop, self.end_id, returns_attention == [True],
-                                         rule.beam_size, max_length)
+                                         rule, max_length)
             if tables is None:
                 tables = phase_tables
             else:
-                rows = example_rows(examples, rule.beam_size)[:, tf.newaxis]
+                rows = example_rows(examples, rule.table_slots)[:, tf.newaxis]
                 tables = {
                     key: None if table is None
                     else tf.tensor_scatter_nd_update(table, rows, phase_tables[key])
@@ -116,17 +116,20 @@ def _check_unordered_state(loop, batch_size, beam_size):
             )
 
 
-def _final_tables(loop, end_id, returns_attention, beam_size, max_length):
-    """The loop's per-row results, rows first: the step tables of steps not decoded
-    hold `</s>` from the row's own slot (a finished hypothesis staying in place)."""
+def _final_tables(loop, end_id, returns_attention, rule, max_length):
+    """The loop's results per table row (`rule.table_slots` an example), rows first: the
+    step tables of steps not decoded hold `</s>` from the row's own slot (a finished
+    hypothesis staying in place)."""
     step = loop["step"]
     decoded = tf.range(max_length)[tf.newaxis, :] < step
-    own_slots = (tf.range(tf.shape(loop["ids"])[0]) % beam_size)[:, tf.newaxis]
+    step_ids = tf.transpose(loop["step_ids"].stack())
+    own_slots = (tf.range(tf.shape(step_ids)[0]) % rule.table_slots)[:, tf.newaxis]
+    scores, log_probs = rule.final_values(loop)
     tables = {
-        "step_ids": tf.where(decoded, tf.transpose(loop["step_ids"].stack()), end_id),
+        "step_ids": tf.where(decoded, step_ids, end_id),
         "parent_ids": tf.where(decoded, tf.transpose(loop["parent_ids"].stack()), own_slots),
-        "scores": loop["scores"],
-        "log_probs": loop["log_probs"],
+        "scores": scores,
+        "log_probs": log_probs,
         "attention": None,
     }
     if returns_attention:
@@ -135,13 +138,14 @@ def _final_tables(loop, end_id, returns_attention, beam_size, max_length):
     return tables
 
 
-def _gather_examples(loop, examples, returns_attention, beam_size, max_length):
+def _gather_examples(loop, examples, returns_attention, rule, max_length):
     """The loop with only `examples` (int32 `[B']`), in that order. An unordered state
     tensor is per row when its leading dimension is statically `B * beam_size`, else
     per example."""
     num_examples = examples.shape[0]
-    rows = example_rows(examples, beam_size)
-    num_rows = None if num_examples is None else num_examples * beam_size
+    rows = example_rows(examples, rule.beam_size)
+    num_rows = None if num_examples is None else num_examples * rule.beam_size
+    table_rows = example_rows(examples, rule.table_slots)
     old_rows = loop["ids"].shape[0]
 
     def gather_per_row(tensor):
@@ -149,9 +153,9 @@ def _gather_examples(loop, examples, returns_attention, beam_size, max_length):
                                [num_rows] + tensor.shape.as_list()[1:])
 
     def gather_table(array, dtype):
-        table = tf.gather(array.stack(), rows, axis=1)
+        table = tf.gather(array.stack(), table_rows, axis=1)
         return tf.TensorArray(dtype, size=max_length,
-                              element_shape=[num_rows]).unstack(table)
+                              element_shape=table_rows.shape).unstack(table)
 
     gathered = {"step": loop["step"]}
     for key, value in loop.items():
@@ -160,7 +164,8 @@ def _gather_examples(loop, examples, returns_attention, beam_size, max_length):
         elif key == "attention":
             gathered[key] = tf.TensorArray(tf.float32, size=max_length)
             if returns_attention:
-                gathered[key] = gathered[key].unstack(tf.gather(value.stack(), rows, axis=1))
+                gathered[key] = gathered[key].unstack(
+                    tf.gather(value.stack(), table_rows, axis=1))
         elif key == "state":
             gathered[key] = tf.nest.map_structure(gather_per_row, value)
         elif key == "unordered_state":

@@ -37,16 +37,16 @@ def steps_first(table):
 def finalize(rule, step_ids, parent_ids, num_steps, scores, log_probs, attention, end_id,
              batch_size):
     """The search's outputs (see `BeamSampler`) from its tables `[T, rows]` of tokens,
-    parent slots and attention `[T, rows, S]` (or `None`), and its last hypotheses'
-    `scores` and `log_probs` `[rows]`: the paths of `rule.final_beams` rebuilt by
-    `gather_tree`."""
-    final_scores = tf.reshape(scores, [-1, rule.beam_size])
+    parent slots and attention `[T, rows, S]` (or `None`), and its last `scores` and
+    `log_probs` `[rows]` (`rule.final_values`), `rule.table_slots` rows an example: the
+    paths of `rule.final_beams` rebuilt by `gather_tree`."""
+    final_scores = tf.reshape(scores, [-1, rule.table_slots])
     final_beams = rule.final_beams(final_scores, batch_size)
     ids, lengths, alignment = gather_tree(
-        step_ids, parent_ids, rule.beam_size, num_steps, end_id,
+        step_ids, parent_ids, rule.table_slots, num_steps, end_id,
         final_beams=final_beams, step_values=attention,
     )
-    log_probs = tf.reshape(log_probs, [-1, rule.beam_size])
+    log_probs = tf.reshape(log_probs, [-1, rule.table_slots])
     outputs = {
         "ids": ids,
         "lengths": lengths,

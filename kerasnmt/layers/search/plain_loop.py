@@ -59,7 +59,7 @@ class PlainLoop:
         )
         attention = loop["attention"].stack() if self.returns_attention == [True] else None
         return finalize(self.rule, loop["step_ids"].stack(), loop["parent_ids"].stack(),
-                        loop["step"], loop["scores"], loop["log_probs"], attention,
+                        loop["step"], *self.rule.final_values(loop), attention,
                         self.end_id, tf.shape(start_ids)[0])
 
     def first_step(self, start_ids, initial_state, unordered_state):
@@ -73,7 +73,8 @@ class PlainLoop:
         """The loop's value before the first step: the first hypotheses of `start_ids`,
         their state tiled, the unordered state as given, and empty tables."""
         beam_size, max_length = self.rule.beam_size, self.max_length
-        static_rows = None if start_ids.shape[0] is None else start_ids.shape[0] * beam_size
+        static_rows = (None if start_ids.shape[0] is None
+                       else start_ids.shape[0] * self.rule.table_slots)
         loop = self.rule.first_hypotheses(tf.repeat(start_ids, beam_size),
                                           tf.shape(start_ids)[0], self.attention_size)
         loop.update(

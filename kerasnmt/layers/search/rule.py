@@ -56,6 +56,10 @@ class SearchRule:
             instead of all of them (`examples_done`).
     """
 
+    # Whether the candidates are ranked by their penalized scores (else by their
+    # log-probabilities, `SetAsideRanking`).
+    ranks_by_score = True
+
     def __init__(self, beam_size, n_best=1, min_length=0, length_penalty=0.0,
                  coverage_penalty=0.0, length_normalization="gnmt",
                  freeze_finished_scores=False, early_exit=False):
@@ -73,6 +77,16 @@ class SearchRule:
     def candidates_per_row(self):
         """How many of each row's best words are scored (0: all of them)."""
         raise NotImplementedError
+
+    @property
+    def table_slots(self):
+        """The slots of an example in the loop's tables of tokens and parent slots (and in
+        `final_values`): its `beam_size` hypotheses."""
+        return self.beam_size
+
+    def final_values(self, hypotheses):
+        """`(scores, log_probs)` `[B * table_slots]`, the values `final_beams` picks from."""
+        return hypotheses["scores"], hypotheses["log_probs"]
 
     def choose(self, scores, seed=None, seed_step=None):
         """The chosen candidates, int32 `[B, beam_size]`, among `scores`
@@ -159,7 +173,8 @@ class SearchRule:
             not_finished = tf.cast(tf.logical_not(finished), tf.float32)[:, tf.newaxis]
             accumulated_attention = hypotheses["accumulated_attention"] + attention * not_finished
             coverage = coverage_penalty(accumulated_attention, self.coverage_penalty)
-            if self.freeze_finished_scores:  # the </s> of unfinished rows moves alone
+            if self.freeze_finished_scores and self.ranks_by_score:
+                # the </s> of unfinished rows moves alone
                 ranking_logits = logits + tf.one_hot(end_id, logits.shape[-1]) * (
                     coverage * not_finished * penalty_divisor
                 )

@@ -83,7 +83,7 @@ class SlotLoop:
                 cond, self._body, (loop,), maximum_iterations=self.max_length * self.total,
                 parallel_iterations=1,
             )
-        kept = self.total * self.rule.beam_size
+        kept = self.total * self.rule.table_slots
         attention = None
         if "attention" in loop and self.returns_attention == [True]:
             attention = steps_first(loop["attention"][:kept])
@@ -96,10 +96,11 @@ class SlotLoop:
 
     def _first_loop(self, num_slots, unordered_state):
         """The loop before the first step: slot `i` decodes example `i`. The output tables
-        hold example `e`'s hypotheses at rows `e * beam_size + k`; an idle slot writes to
-        the rows of a spare example `B`, dropped at the end."""
+        hold example `e`'s slots at rows `e * table_slots + k` (`rule.table_slots`); an idle
+        slot writes to the rows of a spare example `B`, dropped at the end."""
         beam_size, max_length, total = self.rule.beam_size, self.max_length, self.total
-        table_rows = (total + 1) * beam_size
+        table_slots = self.rule.table_slots
+        table_rows = (total + 1) * table_slots
         examples = tf.minimum(tf.range(num_slots), total - 1)
         active = tf.range(num_slots) < self.num_examples
         loop = self._restart(examples)
@@ -112,7 +113,7 @@ class SlotLoop:
             finished=tf.repeat(tf.logical_not(active), beam_size),
             step_ids=tf.fill([table_rows, max_length], self.end_id),
             parent_ids=tf.reshape(
-                tf.tile(tf.range(beam_size)[tf.newaxis, :, tf.newaxis],
+                tf.tile(tf.range(table_slots)[tf.newaxis, :, tf.newaxis],
                         [total + 1, 1, max_length]),
                 [table_rows, max_length]),
             final_scores=tf.zeros([table_rows]),
@@ -152,17 +153,19 @@ class SlotLoop:
             loop, logits, attention, self.end_id, row_steps, new_state, self.seed,
             loop["iteration"],
         )
+        table_slots = self.rule.table_slots
         written = example_rows(tf.where(loop["active"], loop["examples"], self.total),
-                               beam_size)
-        at_step = tf.stack([written, row_steps], axis=1)
+                               table_slots)
+        at_step = tf.stack([written, tf.repeat(loop["steps"], table_slots)], axis=1)
+        final_scores, final_log_probs = self.rule.final_values(hypotheses)
         next_loop = {
             "iteration": loop["iteration"] + 1,
             "step_ids": tf.tensor_scatter_nd_update(loop["step_ids"], at_step, word_ids),
             "parent_ids": tf.tensor_scatter_nd_update(loop["parent_ids"], at_step, beam_ids),
             "final_scores": tf.tensor_scatter_nd_update(
-                loop["final_scores"], written[:, tf.newaxis], hypotheses["scores"]),
+                loop["final_scores"], written[:, tf.newaxis], final_scores),
             "final_log_probs": tf.tensor_scatter_nd_update(
-                loop["final_log_probs"], written[:, tf.newaxis], hypotheses["log_probs"]),
+                loop["final_log_probs"], written[:, tf.newaxis], final_log_probs),
         }
         if "attention" in loop:
             next_loop["attention"] = loop["attention"] if attention is None else (
@@ -224,7 +227,8 @@ def _keep_busy_slots(loop, num_slots, beam_size):
     old_rows = loop["ids"].shape[0]
     kept = dict(loop)
     for key in ("steps", "examples", "active", "ids", "finished", "log_probs", "scores",
-                "lengths", "state", "accumulated_attention", "unordered_state"):
+                "lengths", "state", "accumulated_attention", "unordered_state",
+                "set_aside_scores", "set_aside_log_probs"):
         if key in loop:
             kept[key] = tf.nest.map_structure(
                 lambda tensor: gather_rows_or_examples(tensor, slots, rows, old_rows),
