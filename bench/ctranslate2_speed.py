@@ -52,7 +52,9 @@ have finished, each replaced in the beam by the next candidate, as fairseq does)
 the source cut of the run configuration. The length penalty is not the same formula in
 both runtimes by default (docs/ctranslate2.md), so translations differ: hence the BLEU
 columns. `--length-normalization power` gives kerasnmt CTranslate2's formula
-(`length_normalization="power"`, `freeze_finished_scores=True`): both rank hypotheses alike.
+(`length_normalization="power"`, `freeze_finished_scores=True`): both rank hypotheses alike;
+with `--finished-hypotheses set_aside --no-early-exit` kerasnmt also searches as CTranslate2
+does (`BeamSampler(finished_hypotheses="set_aside")`): the same search in both runtimes.
 
 For every runtime alike, from the translations it returned (text): **target tokens** are
 the SentencePiece pieces of each translation encoded again with the model's target
@@ -115,6 +117,11 @@ def parse_arguments(argv=None):
                         help="kerasnmt's length penalty: gnmt (its default, OpenNMT-tf's) or "
                         "power (CTranslate2's own: length_normalization='power' with "
                         "freeze_finished_scores, so both runtimes rank hypotheses alike)")
+    parser.add_argument("--finished-hypotheses", choices=("in_beam", "set_aside"),
+                        default="in_beam",
+                        help="kerasnmt's beam search: in_beam (OpenNMT-tf's) or set_aside "
+                        "(CTranslate2's own, with --no-early-exit: the same search in both "
+                        "runtimes)")
     parser.add_argument("--compact-batch", action=argparse.BooleanOptionalAction, default=True,
                         help="kerasnmt: BeamSampler(compact_batch=...)")
     parser.add_argument("--early-exit", action=argparse.BooleanOptionalAction, default=True,
@@ -170,6 +177,8 @@ def parse_arguments(argv=None):
         parser.error("--max-sentences: at least 1")
     if arguments.timed_passes < 1:
         parser.error("--timed-passes: at least 1")
+    if arguments.finished_hypotheses == "set_aside" and arguments.early_exit:
+        parser.error("--finished-hypotheses set_aside has its own end: add --no-early-exit")
     return arguments
 
 
@@ -226,7 +235,8 @@ def sampler_options_of(arguments):
     return dict(beam_size=arguments.beam_size, length_penalty=arguments.length_penalty,
                 compact_batch=arguments.compact_batch, early_exit=arguments.early_exit,
                 length_normalization=arguments.length_normalization,
-                freeze_finished_scores=arguments.length_normalization == "power")
+                freeze_finished_scores=arguments.length_normalization == "power",
+                finished_hypotheses=arguments.finished_hypotheses)
 
 
 def prepare(arguments):
@@ -654,6 +664,7 @@ def main():
           f"beam {sampler['beam_size']}, length penalty {sampler['length_penalty']} "
           f"(kerasnmt: {sampler['length_normalization']}); kerasnmt "
           f"compact_batch={sampler['compact_batch']} early_exit={sampler['early_exit']} "
+          f"finished_hypotheses={sampler['finished_hypotheses']} "
           f"jit_compile={arguments.jit_compile}, {decoding['options']}")
     print("exports: " + ", ".join(f"{name} {seconds:.1f} s"
                                   for name, seconds in decoding["export_seconds"].items())

@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+from kerasnmt.layers import BeamSampler
+
 BENCH = pathlib.Path(__file__).resolve().parent.parent / "bench"
 
 
@@ -83,6 +85,21 @@ def test_ctranslate2_speed_length_normalization_gives_kerasnmt_ctranslate2s_form
         "power", True)
     assert not module.sampler_options_of(module.parse_arguments(["--model", str(model)]))[
         "freeze_finished_scores"]
+    arguments = module.parse_arguments(["--model", str(model), "--length-normalization",
+                                        "power", "--finished-hypotheses", "set_aside",
+                                        "--no-early-exit"])
+    options = module.sampler_options_of(arguments)
+    assert (options["finished_hypotheses"], options["early_exit"]) == ("set_aside", False)
+    BeamSampler(**options)  # a valid sampler
+
+
+def test_ctranslate2_speed_set_aside_needs_no_early_exit(tmp_path, capsys):
+    module = _ctranslate2_speed()
+    model = tmp_path / "model.keras"
+    model.write_bytes(b"")
+    with pytest.raises(SystemExit):
+        module.parse_arguments(["--model", str(model), "--finished-hypotheses", "set_aside"])
+    assert "add --no-early-exit" in capsys.readouterr().err
 
 
 def test_ctranslate2_speed_names_each_savedmodel_variant_and_refuses_unknown_ones(
