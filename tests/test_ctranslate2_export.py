@@ -49,9 +49,10 @@ LENGTH_PENALTY = 0.6
 SENTENCES = list(corpus(30, seed=7)[0]) + ["a b z c", "h h h h h h h h h h h"]
 
 
-def _translate_with_ctranslate2(path, sentences, **overrides):
-    """CTranslate2's best hypothesis (tokens, score) of each sentence, its sentences batched
-    by source length so that each gets kerasnmt's decoding length limit."""
+def _translate_with_ctranslate2(path, sentences, n_best=False, **overrides):
+    """CTranslate2's best hypothesis (tokens, score) of each sentence (with `n_best`, the
+    list of its hypotheses), its sentences batched by source length so that each gets
+    kerasnmt's decoding length limit."""
     model = ctranslate2.Translator(str(path))
     options = read_translate_options(path)
     tokenize, _ = tokenizers(path)
@@ -64,7 +65,8 @@ def _translate_with_ctranslate2(path, sentences, **overrides):
         batch = model.translate_batch([tokenize(sentences[i]) for i in indices],
                                       return_scores=True, **arguments)
         for index, result in zip(indices, batch):
-            results[index] = (result.hypotheses[0], result.scores[0])
+            hypotheses = list(zip(result.hypotheses, result.scores))
+            results[index] = hypotheses if n_best else hypotheses[0]
     return results
 
 
@@ -228,6 +230,55 @@ def test_beam_search_with_the_power_length_penalty_equals_kerasnmt(trained):
         assert best["score"] == pytest.approx(
             best["log_prob"] / kerasnmt_length ** LENGTH_PENALTY, abs=1e-4)
     assert any(best["score"] != best["log_prob"] for best in expected)
+
+
+def test_set_aside_beam_search_equals_ctranslate2s_search(trained):
+    """Beam 4, length penalty 0.6, `length_normalization="power"` and
+    `finished_hypotheses="set_aside"`: kerasnmt runs CTranslate2's own search, so both
+    return the same 4-best list of every sentence with the same scores, but where a
+    hypothesis reaches the sentence's decoding length limit: there CTranslate2 ends the
+    search at its last step with the `beam_size` best candidates, while kerasnmt forces
+    `</s>` one step later on the hypotheses of its beam (and counts it in their length),
+    so each may keep a hypothesis of `limit` tokens the other did not."""
+    translator, path = trained
+    options = read_translate_options(path)
+    tokenize, _ = tokenizers(path)
+    limits = [translate_batch_options(options, len(tokenize(sentence)))["max_decoding_length"]
+              for sentence in SENTENCES]
+
+    def n_best_lists(finished_hypotheses):
+        sampler = BeamSampler(beam_size=4, n_best=4, length_penalty=LENGTH_PENALTY,
+                              max_length=MAX_LENGTH, length_normalization="power",
+                              freeze_finished_scores=True,
+                              finished_hypotheses=finished_hypotheses)
+        return translator.translate(SENTENCES, sampler=sampler, return_details=True,
+                                    jit_compile=False)
+
+    expected = n_best_lists("set_aside")
+    results = _translate_with_ctranslate2(path, SENTENCES, n_best=True, beam_size=4,
+                                          num_hypotheses=4, length_penalty=LENGTH_PENALTY)
+    def shown(tokens):  # kerasnmt's details leave out <s> and <blank>, as its text does
+        return [token for token in tokens if token not in ("<s>", "<blank>")]
+
+    equal = 0
+    for limit, hypotheses, n_best in zip(limits, results, expected):
+        if [shown(tokens) for tokens, _ in hypotheses] != [best["tokens"] for best in n_best]:
+            assert any(len(tokens) == limit for tokens, _ in hypotheses) or any(
+                len(best["tokens"]) == limit for best in n_best)
+            continue
+        equal += 1
+        for (tokens, score), best in zip(hypotheses, n_best):
+            length = len(tokens) + 1 if len(tokens) < limit else limit
+            assert best["log_prob"] == pytest.approx(score * length ** LENGTH_PENALTY,
+                                                     abs=1e-4)
+            if len(tokens) < limit:
+                assert best["score"] == pytest.approx(score, abs=1e-4)
+    assert equal >= len(SENTENCES) - 2
+    assert any(best["score"] != best["log_prob"] for n_best in expected for best in n_best)
+    # OpenNMT-tf's search (in the beam) returns other 4-best lists.
+    in_beam = n_best_lists("in_beam")
+    assert sum([best["tokens"] for best in a] != [best["tokens"] for best in b]
+               for a, b in zip(in_beam, expected)) >= 3
 
 
 def test_beam_search_with_length_penalty_differs_only_by_its_length_normalization(trained):
