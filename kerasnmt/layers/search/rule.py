@@ -253,13 +253,7 @@ class SearchRule:
             next_hypotheses["accumulated_attention"] = parents(accumulated_attention)
         if "state" in hypotheses:
             next_hypotheses["state"] = tf.nest.map_structure(parents, new_state)
-        next_hypotheses = {
-            key: tf.nest.map_structure(
-                lambda new, old: tf.ensure_shape(new, old.shape), value, hypotheses[key]
-            )
-            for key, value in next_hypotheses.items()
-        }
-        return next_hypotheses, word_ids, beam_ids, attention
+        return with_static_shapes(next_hypotheses, hypotheses), word_ids, beam_ids, attention
 
     def examples_done(self, hypotheses):
         """bool `[B]`: every hypothesis of the example has finished (with `early_exit`: its
@@ -270,3 +264,13 @@ class SearchRule:
                                  k=self.n_best).indices
             finished = tf.gather(finished, best, batch_dims=1)
         return tf.reduce_all(finished, axis=1)
+
+
+def with_static_shapes(next_hypotheses, hypotheses):
+    """`next_hypotheses` with the static shapes of `hypotheses` (loop variables keep
+    their shapes from step to step)."""
+    return {
+        key: tf.nest.map_structure(
+            lambda new, previous: tf.ensure_shape(new, previous.shape), value, hypotheses[key])
+        for key, value in next_hypotheses.items()
+    }

@@ -28,7 +28,7 @@ Example:
 
 import tensorflow as tf
 
-from kerasnmt.layers.search.rule import SearchRule
+from kerasnmt.layers.search.rule import SearchRule, with_static_shapes
 from kerasnmt.layers.search.scoring import force_or_forbid_end
 
 
@@ -162,11 +162,7 @@ class SetAsideRanking(SearchRule):
         if "state" in hypotheses:
             next_hypotheses["state"] = tf.nest.map_structure(
                 lambda tensor: tf.gather(tensor, parent_rows), new_state)
-        next_hypotheses = {
-            key: tf.nest.map_structure(
-                lambda new, old: tf.ensure_shape(new, old.shape), value, hypotheses[key])
-            for key, value in next_hypotheses.items()
-        }
+        next_hypotheses = with_static_shapes(next_hypotheses, hypotheses)
         word_ids = self._with_set_aside(beam_words, set_aside_words)
         beam_ids = self._with_set_aside(beam_parents,
                                         tf.where(old, beam_size + kept, new_parents))
