@@ -29,6 +29,12 @@ from kerasnmt.layers.search.hypotheses import (
 from kerasnmt.layers.search.step_function import call_step_fn
 
 
+# The loop's values that are not per slot (or per row of a slot): its counters and output
+# tables. Every other value (the rule's hypotheses, the state) follows its slot.
+_NOT_PER_SLOT = ("iteration", "next_example", "step_ids", "parent_ids", "final_scores",
+                 "final_log_probs", "attention")
+
+
 class SlotLoop:
     """Searches by `rule` over `step_fn`, the examples of `start_ids` streamed through
     slots (see `BeamSampler`'s `num_slots`).
@@ -225,12 +231,8 @@ def _keep_busy_slots(loop, num_slots, beam_size):
                        stable=True)[:num_slots]
     rows = example_rows(slots, beam_size)
     old_rows = loop["ids"].shape[0]
-    kept = dict(loop)
-    for key in ("steps", "examples", "active", "ids", "finished", "log_probs", "scores",
-                "lengths", "state", "accumulated_attention", "unordered_state",
-                "set_aside_scores", "set_aside_log_probs"):
-        if key in loop:
-            kept[key] = tf.nest.map_structure(
-                lambda tensor: gather_rows_or_examples(tensor, slots, rows, old_rows),
-                loop[key])
-    return kept
+    return {
+        key: value if key in _NOT_PER_SLOT else tf.nest.map_structure(
+            lambda tensor: gather_rows_or_examples(tensor, slots, rows, old_rows), value)
+        for key, value in loop.items()
+    }
