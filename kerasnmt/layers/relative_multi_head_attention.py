@@ -57,7 +57,8 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         **kwargs: passed to `keras.layers.Layer` (e.g. `name`, `dtype`).
 
     Call arguments:
-        query: `[B, T, D]` queries.
+        query: `[B, T, D]` queries; with a cache, `[B, D]` for one position per row
+            (as `[B, 1, D]`, the outputs `[B, D]`: what decoding steps pass).
         value: `[B, S, D_v]` keys/values for cross-attention; `None` for self-attention.
         attention_mask: boolean, `[B, S]` (keys that may be attended, e.g. not padding) or
             `[B, T, S]`.
@@ -218,8 +219,13 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         }
 
     def _split_heads(self, x):
-        shape = tf.shape(x)
-        return tf.reshape(x, [shape[0], shape[1], self.num_heads, self.key_dim])
+        """`[B, T, H * D]` -> `[B, T, H, D]`, and `[B, H * D]` (one position per row) ->
+        `[B, 1, H, D]`. A static `T` is written into the shape: a graph traced per
+        decoding step (an export traces a dozen) then holds 2 ops here instead of 13."""
+        length = 1 if x.shape.rank == 2 else _dimension(x, 1)
+        # -1 cannot stand for the batch of an empty tensor with a length of 0.
+        batch = -1 if isinstance(length, int) and length else tf.shape(x)[0]
+        return tf.reshape(x, [batch, length, self.num_heads, self.key_dim])
 
     def call(
         self,
@@ -242,7 +248,13 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
                 "self-attention; call it without `value` and without a memory `cache`, or set "
                 "maximum_relative_position=None"
             )
-        if incremental and query.shape[1] not in (None, 1):
+        one_position = query.shape.rank == 2  # [B, D]: one position per row
+        if one_position and cache is None:
+            raise ValueError(
+                "RelativeMultiHeadAttention: a query of shape [B, D] (one position per row) "
+                "needs a cache: a self-attention cache with `step`, or a memory cache"
+            )
+        if incremental and not one_position and query.shape[1] not in (None, 1):
             raise ValueError(
                 "RelativeMultiHeadAttention: incremental decoding (cache with step) takes one "
                 f"query position, got query shape {query.shape}"
@@ -263,8 +275,8 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
             values = self._split_heads(self.value_dense(source))
             if beam_cache:  # segments [B, H, K, P + 1, D]
                 hypotheses = cache["history"].shape[1]
-                keys = _write_beam_segments(cache["keys"], keys, step, hypotheses)
-                values = _write_beam_segments(cache["values"], values, step, hypotheses)
+                keys, values = _write_beam_segments([cache["keys"], cache["values"]],
+                                                    [keys, values], step, hypotheses)
                 cache = {"keys": keys, "values": values,
                          "history": _write_history(cache["history"], step)}
             elif incremental:
@@ -278,12 +290,12 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         if full_sequence:
             keys = tf.transpose(keys, [0, 2, 1, 3])
             values = tf.transpose(values, [0, 2, 1, 3])
-        query_length = tf.shape(queries)[1]
+        query_length = _dimension(queries, 1)
         if beam_cache:
             key_positions = _segment_key_positions(keys)
             newest = _deepest_step(step)  # the segments after it are not read
         else:
-            key_positions = tf.range(tf.shape(keys)[-2])
+            key_positions = tf.range(_dimension(keys, 2))
         # The query positions: [T], or [rows, T] when each example has its own step.
         per_row = incremental and tf.convert_to_tensor(step).shape.rank == 1
         if per_row:
@@ -351,13 +363,18 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
                                               bucket_one_hot)
                 heads += tf.einsum("bhtr,rd->bthd", weight_per_bucket,
                                    self.relative_position_values)
-        heads = tf.reshape(heads, [query_shape[0], query_shape[1], self.num_heads * self.key_dim])
+        if one_position:
+            heads = tf.reshape(heads, [-1, self.num_heads * self.key_dim])
+        else:
+            heads = tf.reshape(heads, [query_shape[0], query_shape[1],
+                                       self.num_heads * self.key_dim])
         outputs = self.output_dense(heads)
         if uses_memory_cache and return_attention_scores:  # [B, H, K*T, S] -> [B*K, H, T, S]
-            shape = tf.shape(weights)
-            weights = tf.reshape(weights, [shape[0], shape[1], -1, query_shape[1], shape[3]])
+            source_width = _dimension(weights, 3)
+            weights = tf.reshape(weights, [tf.shape(weights)[0], self.num_heads, -1,
+                                           query_length, source_width])
             weights = tf.reshape(tf.transpose(weights, [0, 2, 1, 3, 4]),
-                                 [query_shape[0], shape[1], query_shape[1], shape[3]])
+                                 [-1, self.num_heads, query_length, source_width])
 
         results = (outputs,)
         if cache is not None:
@@ -378,6 +395,13 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
             bias_initializer=keras.initializers.serialize(self.bias_initializer),
         )
         return config
+
+
+def _dimension(tensor, axis):
+    """The size of `tensor` along `axis`: a Python int when static (the graph then holds
+    no op to read it), else an int32 scalar."""
+    size = tensor.shape[axis]
+    return tf.shape(tensor)[axis] if size is None else size
 
 
 def _relative_logits(queries, table, bucket_one_hot):
@@ -464,26 +488,35 @@ def _segment_key_positions(segments):
     return tf.constant(positions, tf.int32)
 
 
-def _write_beam_segments(segments, update, step, hypotheses):
-    """The segments of a beam cache with `update` `[B*R, 1, H, D]` (row `b*R + k`, `R`
-    `hypotheses` per example: the cache's `K`, or 1 for every slot) written at slot `k`
-    of position `step` (a scalar, or `[B]`) in the segment that holds it, and at the spare
-    entry of the others: a scatter of the `B * H * K` new vectors each."""
-    shape = tf.shape(segments[0])
-    update = tf.transpose(tf.reshape(update, [shape[0], hypotheses, shape[1], shape[4]]),
-                          [0, 2, 1, 3])  # [B, H, R, D]
-    update = tf.broadcast_to(update, tf.concat([shape[:3], shape[4:]], 0))  # [B, H, K, D]
-    batch, heads, slots = tf.meshgrid(tf.range(shape[0]), tf.range(shape[1]),
-                                      tf.range(shape[2]), indexing="ij")
-    step = _per_example(step, tf.shape(batch), rank=3)
-    written = []
-    for start, segment in zip(_segment_starts(segments), segments):
+def _write_beam_segments(caches, updates, step, hypotheses):
+    """Beam caches (lists of segments `[B, H, K, P + 1, D]`: the keys', the values') with
+    their `updates` `[B*R, 1, H, D]` (row `b*R + k`, `R` `hypotheses` per example: the
+    caches' `K`, or 1 for every slot) written at slot `k` of position `step` (a scalar, or
+    `[B]`) in the segment that holds it, and at the spare entry of the others: a scatter
+    of the `B * H * K` new vectors each, all the caches' through the same indices."""
+    first = caches[0][0]
+    shape = tf.shape(first)
+    heads, slots, depth = first.shape[1], first.shape[2], first.shape[4]
+    batch_index, head_index, slot_index = tf.meshgrid(
+        tf.range(shape[0]), tf.range(heads), tf.range(slots), indexing="ij")
+    grid = tf.stack([batch_index, head_index, slot_index], axis=-1)  # [B, H, K, 3]
+    step = _per_example(step, tf.shape(batch_index), rank=3)
+    indices = []
+    for start, segment in zip(_segment_starts(caches[0]), caches[0]):
         length = segment.shape[3] - 1
         position = step - start
         position = tf.where((position >= 0) & (position < length), position, length)
-        indices = tf.stack([batch, heads, slots, position], axis=-1)  # [B, H, K, 4]
-        written.append(tf.tensor_scatter_nd_update(segment, indices,
-                                                   tf.cast(update, segment.dtype)))
+        indices.append(tf.concat([grid, position[..., tf.newaxis]], axis=-1))  # [B, H, K, 4]
+    written = []
+    for segments, update in zip(caches, updates):
+        update = tf.transpose(tf.reshape(update, [-1, hypotheses, heads, depth]),
+                              [0, 2, 1, 3])  # [B, H, R, D]
+        if hypotheses != slots:
+            update = tf.broadcast_to(update, tf.concat([shape[:3], shape[4:]], 0))
+        written.append([
+            tf.tensor_scatter_nd_update(segment, index, tf.cast(update, segment.dtype))
+            for segment, index in zip(segments, indices)
+        ])
     return written
 
 
@@ -556,30 +589,30 @@ def _segment_logits(queries, keys, beam_selector):
     slot of its example (one matrix product per example and head, no copy of the cache),
     then each position keeps the slot its hypothesis' history names (`beam_selector`
     `[B, R, J, P]`)."""
-    shape = tf.shape(keys)
+    _, heads, _, length, depth = keys.shape  # static: the cache's segment
     queries = tf.transpose(
-        tf.reshape(queries, [shape[0], beam_selector.shape[1], shape[1], shape[4]]),
+        tf.reshape(queries, [-1, beam_selector.shape[1], heads, depth]),
         [0, 2, 1, 3])  # [B, H, R, D]
     # Keys first: the cache is the left matrix, read as stored (as the right one, XLA on
     # CPU copies it to put the contracted dimension first).
     all_slots = tf.einsum("bhjld,bhkd->bhkjl", keys, queries)
-    logits = tf.reduce_sum(all_slots * beam_selector[:, tf.newaxis], axis=3)  # [B, H, R, P]
+    logits = tf.reduce_sum(all_slots * tf.expand_dims(beam_selector, 1), axis=3)  # [B,H,R,P]
     logits = tf.transpose(logits, [0, 2, 1, 3])  # [B, R, H, P]
-    return tf.reshape(logits, [-1, shape[1], 1, shape[3]])
+    return tf.reshape(logits, [-1, heads, 1, length])
 
 
 def _segment_heads(weights, values, beam_selector):
     """`sum_l weights[l] * values[slot(l), l]` `[B*R, 1, H, D]` from weights `[B*R, H, 1, P]`
     and a segment of values `[B, H, J, P, D]`, through each hypothesis' history
     (`beam_selector` `[B, R, J, P]`)."""
-    shape = tf.shape(values)
+    _, num_heads, _, length, depth = values.shape  # static: the cache's segment
     weights = tf.transpose(
-        tf.reshape(weights, [shape[0], beam_selector.shape[1], shape[1], shape[3]]),
+        tf.reshape(weights, [-1, beam_selector.shape[1], num_heads, length]),
         [0, 2, 1, 3])  # [B, H, R, P]
-    weights = weights[:, :, :, tf.newaxis, :] * beam_selector[:, tf.newaxis]  # [B,H,R,J,P]
+    weights = tf.expand_dims(weights, 3) * tf.expand_dims(beam_selector, 1)  # [B,H,R,J,P]
     heads = tf.einsum("bhkjl,bhjld->bhkd", weights, values)
     heads = tf.transpose(heads, [0, 2, 1, 3])  # [B, R, H, D]
-    return tf.reshape(heads, [-1, 1, shape[1], shape[4]])
+    return tf.reshape(heads, [-1, 1, num_heads, depth])
 
 
 def _clone_initializer(initializer):

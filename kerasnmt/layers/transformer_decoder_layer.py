@@ -20,7 +20,8 @@ class TransformerDecoderLayer(TransformerEncoderLayer):
 
     For incremental decoding, `initial_cache(encoder_outputs, max_length)` holds the
     self-attention keys/values (written one position per step) and the encoder keys/values
-    (projected once); call the layer with `cache` and `step` on one position `[B, 1, D]`.
+    (projected once); call the layer with `cache` and `step` on one position, `[B, D]`
+    (or `[B, 1, D]`).
 
     Args:
         num_units: model dimension `D`.
@@ -34,7 +35,7 @@ class TransformerDecoderLayer(TransformerEncoderLayer):
             before or after each sublayer) — and those of `keras.layers.Layer`.
 
     Call arguments:
-        inputs: `[B, T, D]` (or `[B, 1, D]` with `cache` and `step`).
+        inputs: `[B, T, D]` (or `[B, D]` or `[B, 1, D]` with `cache` and `step`).
         encoder_outputs: `[B, S, D]`; unused when `cache` is given.
         encoder_padding_mask: boolean `[B, S]`, True on real source positions.
         cache: from `initial_cache`, for incremental decoding.
@@ -43,8 +44,8 @@ class TransformerDecoderLayer(TransformerEncoderLayer):
         training: enables dropout.
 
     Returns:
-        `(outputs [B, T, D], attention [B, num_heads, T, S])`, plus the updated cache when
-        `cache` is given.
+        `(outputs [B, T, D], attention [B, num_heads, T, S])` (outputs `[B, D]` for inputs
+        `[B, D]`), plus the updated cache when `cache` is given.
 
     Examples:
         >>> layer = TransformerDecoderLayer(num_units=8, num_heads=2, ffn_inner_dim=16,

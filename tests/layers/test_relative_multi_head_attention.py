@@ -117,6 +117,43 @@ def test_memory_cache_equals_cross_attention():
     np.testing.assert_allclose(outputs, expected, atol=1e-6)
 
 
+@pytest.mark.parametrize("kind", ["self-attention cache", "beam cache", "memory cache"])
+def test_one_position_per_row_is_a_query_of_length_one(kind):
+    """Decoding steps pass `[B, D]` queries, one position per row: the outputs are those
+    of the `[B, 1, D]` queries without their length axis, and so are the new caches and
+    the attention weights, step after step."""
+    memory = kind == "memory cache"
+    layer = RelativeMultiHeadAttention(num_heads=2, key_dim=3,
+                                       maximum_relative_position=None if memory else 2)
+    inputs = _random([5, 4, 6], 9)  # 5 steps of 4 rows
+    if memory:
+        cache = layer.project_memory(_random([4, 7, 6], 10))
+    elif kind == "beam cache":
+        cache = layer.initial_cache(2, 20, beam_size=2)
+    else:
+        cache = layer.initial_cache(4, 20)
+
+    def run(query, cache, step):
+        if memory:
+            return layer(query, cache=cache, return_attention_scores=True)
+        return layer(query, cache=cache, step=tf.constant(step))
+
+    for step in range(5):
+        expected = run(inputs[step][:, np.newaxis], cache, step)
+        outputs = run(inputs[step], cache, step)
+        assert outputs[0].shape == (4, 6)
+        np.testing.assert_allclose(outputs[0], expected[0][:, 0], atol=1e-6)
+        tf.nest.map_structure(lambda a, b: np.testing.assert_allclose(a, b, atol=1e-6),
+                              outputs[1:], expected[1:])
+        cache = expected[1]
+
+
+def test_one_position_per_row_needs_a_cache():
+    layer = RelativeMultiHeadAttention(num_heads=2, key_dim=3)
+    with pytest.raises(ValueError, match=r"shape \[B, D\] \(one position per row\) needs a cache"):
+        layer(_random([2, 6], 0))
+
+
 def test_relative_positions_refuse_cross_attention():
     layer = RelativeMultiHeadAttention(num_heads=1, key_dim=2, maximum_relative_position=2)
     with pytest.raises(ValueError, match="only apply to self-attention"):

@@ -175,10 +175,19 @@ class SetAsideRanking(SearchRule):
 
     def _per_example(self, values):
         """`[B * beam_size, ...] -> [B, beam_size, ...]`."""
-        return tf.reshape(values, tf.concat([[-1, self.beam_size], tf.shape(values)[1:]], 0))
+        return tf.reshape(values, _shape_ending_as([-1, self.beam_size], values, 1))
 
     def _with_set_aside(self, beam_values, set_aside_values):
         """The `table_slots` rows of each example, `[B * 2 * beam_size, ...]`: its beam's
         values, then its set-aside hypotheses' (each `[B, beam_size, ...]`)."""
         both = tf.concat([beam_values, set_aside_values], 1)
-        return tf.reshape(both, tf.concat([[-1], tf.shape(both)[2:]], 0))
+        return tf.reshape(both, _shape_ending_as([-1], both, 2))
+
+
+def _shape_ending_as(leading, tensor, axis):
+    """The shape `leading` followed by the dimensions of `tensor` from `axis` on: a list of
+    ints when these are static (a traced step then holds no op to read them)."""
+    trailing = tensor.shape[axis:]
+    if trailing.is_fully_defined():
+        return leading + trailing.as_list()
+    return tf.concat([leading, tf.shape(tensor)[axis:]], 0)
