@@ -263,6 +263,7 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         query = tf.cast(query, self.compute_dtype)
         queries = self._split_heads(self.query_dense(query)) * (self.key_dim**-0.5)
         query_shape = tf.shape(queries)
+        query_length = _dimension(queries, 1)
         if uses_memory_cache:
             keys, values = cache["keys"], cache["values"]
             # Consecutive query rows that share a memory example (beam hypotheses, when
@@ -290,7 +291,6 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         if full_sequence:
             keys = tf.transpose(keys, [0, 2, 1, 3])
             values = tf.transpose(values, [0, 2, 1, 3])
-        query_length = _dimension(queries, 1)
         if beam_cache:
             key_positions = _segment_key_positions(keys)
             newest = _deepest_step(step)  # the segments after it are not read

@@ -127,7 +127,8 @@ def test_one_position_per_row_is_a_query_of_length_one(kind):
                                        maximum_relative_position=None if memory else 2)
     inputs = _random([5, 4, 6], 9)  # 5 steps of 4 rows
     if memory:
-        cache = layer.project_memory(_random([4, 7, 6], 10))
+        memory_values = _random([2, 7, 6], 10)
+        cache = layer.project_memory(memory_values)  # 2 rows an example
     elif kind == "beam cache":
         cache = layer.initial_cache(2, 20, beam_size=2)
     else:
@@ -145,6 +146,10 @@ def test_one_position_per_row_is_a_query_of_length_one(kind):
         np.testing.assert_allclose(outputs[0], expected[0][:, 0], atol=1e-6)
         tf.nest.map_structure(lambda a, b: np.testing.assert_allclose(a, b, atol=1e-6),
                               outputs[1:], expected[1:])
+        if memory:  # the weights of each row over its example's memory
+            _, weights = layer(inputs[step][:, np.newaxis], np.repeat(memory_values, 2, axis=0),
+                               return_attention_scores=True)
+            np.testing.assert_allclose(outputs[2], weights, atol=1e-6)
         cache = expected[1]
 
 
