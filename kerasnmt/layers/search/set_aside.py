@@ -186,7 +186,8 @@ class SetAsideRanking(SearchRule):
 
 def _shape_ending_as(leading, tensor, axis):
     """The shape `leading` followed by the dimensions of `tensor` from `axis` on: a list of
-    ints when these are static (a traced step then holds no op to read them)."""
+    ints when these are static (a traced step then holds no op to read them, where
+    `keras.ops.shape` would slice the unknown batch dimension all the same)."""
     trailing = tensor.shape[axis:]
     if trailing.is_fully_defined():
         return leading + trailing.as_list()
