@@ -10,6 +10,7 @@ import numpy as np
 import tensorflow as tf
 
 from kerasnmt.data.batching import BATCH_TYPES, bucket_batch_size
+from kerasnmt.data.prefetching import prefetch_without_autotuning
 
 AUTOTUNE = tf.data.AUTOTUNE
 
@@ -70,7 +71,7 @@ def inference_dataset(
     if not length_bucket_width:
         if batch_type == "tokens":
             raise ValueError("batch_type='tokens' needs length_bucket_width")
-        return examples.padded_batch(batch_size).prefetch(prefetch_buffer_size)
+        return prefetch_without_autotuning(examples.padded_batch(batch_size), prefetch_buffer_size)
 
     def _key(features):
         length = tf.cast(features["length"], tf.int64)
@@ -87,7 +88,7 @@ def inference_dataset(
             _batch,
             window_size_func=lambda key: bucket_batch_size(key, batch_size, length_bucket_width),
         )
-    return batches.prefetch(prefetch_buffer_size)
+    return prefetch_without_autotuning(batches, prefetch_buffer_size)
 
 
 def in_original_order(batches):

@@ -15,7 +15,8 @@ From parallel text files (sharded TFRecord corpora are batched by
    bucketing, so that every batch is full (OpenNMT-tf repeats after batching, which ends
    each pass with the partial batches of every bucket in length order);
 6. bucket by length and batch (`kerasnmt.data.batching`);
-7. drop batches whose size is not a multiple of `num_replicas`; prefetch.
+7. drop batches whose size is not a multiple of `num_replicas`; prefetch (without
+   tf.data's autotuning thread, see `kerasnmt.data.prefetching`).
 
 A pipeline that yields no batch raises an error naming the files and the limits, instead
 of ending at once or hanging in `repeat()`.
@@ -32,6 +33,7 @@ from kerasnmt.data.batching import (
 )
 from kerasnmt.data.empty_check import fail_if_empty
 from kerasnmt.data.parallel_examples import chunk_preprocessor
+from kerasnmt.data.prefetching import prefetch_without_autotuning
 from kerasnmt.data.shard_batches import shard_batches
 from kerasnmt.data.shuffling import shuffled_parallel_lines
 
@@ -363,7 +365,7 @@ def training_dataset(
             repeat=repeat, num_parallel_calls=num_parallel_calls,
             preprocessor_check=preprocessor_check,
         )
-        return batches.prefetch(prefetch_buffer_size)
+        return prefetch_without_autotuning(batches, prefetch_buffer_size)
     if source_file is None or target_file is None or preprocessor is None:
         raise ValueError("training_dataset needs source_file, target_file and preprocessor (or shards)")
     _check_preprocessor_does_not_truncate(preprocessor)
@@ -395,7 +397,8 @@ def training_dataset(
         if len(corpora) > 1:
             raise ValueError("several weighted corpora are sampled forever: repeat must be True")
         chunks, _, what = corpora[0]
-        return _batch_chunks(chunks, what=what, **batching).prefetch(prefetch_buffer_size)
+        batches = _batch_chunks(chunks, what=what, **batching)
+        return prefetch_without_autotuning(batches, prefetch_buffer_size)
     # Each corpus is repeated before bucketing, so a bucket's batch fills across passes and
     # every batch is full. Bucketing one pass at a time (OpenNMT-tf) ends each pass with
     # the left-over examples of every bucket, flushed in length order: with 8,192-token
@@ -416,5 +419,5 @@ def training_dataset(
         )
         examples = tf.data.Dataset.sample_from_datasets(streams, weights=probabilities, seed=seed)
         what = "the training corpora"
-    dataset = _batch_keyed(examples, what=what, **batching)
-    return dataset.prefetch(prefetch_buffer_size)
+    batches = _batch_keyed(examples, what=what, **batching)
+    return prefetch_without_autotuning(batches, prefetch_buffer_size)

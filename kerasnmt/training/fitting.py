@@ -7,6 +7,7 @@ import warnings
 import keras
 import tensorflow as tf
 
+from kerasnmt.data.prefetching import prefetch_without_autotuning
 from kerasnmt.data.string_arrays import string_array
 from kerasnmt.data.training_pipeline import make_training_batches
 from kerasnmt.training.accumulation import accumulation_steps
@@ -100,7 +101,7 @@ def training_batches(translator, x, y, batch_size, shuffle, batching, what, trai
             "strings, or of batched (features, labels) from the kerasnmt data pipeline; "
             f"got elements {spec}"
         )
-    return dataset.map(model_data).prefetch(tf.data.AUTOTUNE)
+    return prefetch_without_autotuning(dataset.map(model_data), tf.data.AUTOTUNE)
 
 
 def set_gradient_accumulation(optimizer, steps):
