@@ -33,7 +33,8 @@ def test_batch_size_multiple_and_pad_to_bucket_boundary_shape_the_batches(tmp_pa
         assert labels["ids_out"].shape[1] == boundary + 1
         shapes.add((boundary, features["ids"].shape[0]))
     assert shapes == {(3, 8), (6, 4)}
-    assert int(dataset._buffer_size) == 3  # The pipeline's last stage is its prefetch.
+    # The pipeline's last stages: its prefetch, then the options that turn autotuning off.
+    assert int(dataset._input_dataset._buffer_size) == 3
 
 
 def test_without_the_keys_batches_fit_their_longest_pair(tmp_path):
@@ -44,7 +45,7 @@ def test_without_the_keys_batches_fit_their_longest_pair(tmp_path):
         assert features["ids"].shape[1] == int(features["length"].numpy().max())
         sizes.add(features["ids"].shape[0])
     assert sizes == {10, 5}  # 30 // 3 and 30 // 6: the bucket boundaries, not rounded.
-    assert int(dataset._buffer_size) == -1  # tf.data.AUTOTUNE
+    assert int(dataset._input_dataset._buffer_size) == -1  # tf.data.AUTOTUNE
 
 
 @pytest.mark.parametrize("flags, policy", [({"avx2", "avx512_bf16"}, "mixed_bfloat16"),
