@@ -38,7 +38,7 @@ from kerasnmt.models import Translator
 from tests.models.translator_fixtures import SPECIALS, corpus, tiny_translator
 
 # Long tests (training, exports, decoding): run first (tests/conftest.py).
-pytestmark = pytest.mark.heavy(88)
+pytestmark = pytest.mark.heavy(151)
 
 REPOSITORY = pathlib.Path(__file__).resolve().parents[1]
 QUICKSTART_DATA = REPOSITORY / "examples" / "quickstart" / "data"

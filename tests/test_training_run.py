@@ -34,7 +34,7 @@ from kerasnmt.training_run import (
 from tests.run_fixtures import checkpoint_weights, tiny_run, write_config, write_corpus
 
 # Long tests (training, exports, decoding): run first (tests/conftest.py).
-pytestmark = pytest.mark.heavy(210)
+pytestmark = pytest.mark.heavy(96)
 
 
 @pytest.fixture

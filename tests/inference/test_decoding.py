@@ -12,6 +12,9 @@ from kerasnmt.inference.decoding import decode_function, fits_in_constants
 from kerasnmt.layers import BeamSampler
 from tests.models.translator_fixtures import forbid_outside, tiny_translator
 
+# Long tests (tests/conftest.py runs them first).
+pytestmark = pytest.mark.heavy(27)
+
 IDS = tf.constant([[3, 4, 5, 6], [7, 3, 0, 0]])
 LENGTH = tf.constant([4, 2])
 SAMPLER = BeamSampler(beam_size=2, max_length=6)

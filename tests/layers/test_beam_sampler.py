@@ -23,7 +23,7 @@ from kerasnmt.layers.search.top_k_by_chunks import top_k_by_chunks
 from kerasnmt.layers.gather_tree import gather_tree
 
 # Long tests (tests/conftest.py runs them first).
-pytestmark = pytest.mark.heavy(52)
+pytestmark = pytest.mark.heavy(63)
 
 END = 2
 

@@ -7,6 +7,9 @@ import tensorflow as tf
 from kerasnmt.layers import RelativeMultiHeadAttention
 from tests.layer_test_helper import run_layer_test
 
+# Long tests (tests/conftest.py runs them first).
+pytestmark = pytest.mark.heavy(21)
+
 
 def _dense(layer, x):
     return x @ layer.kernel.numpy() + layer.bias.numpy()

@@ -20,7 +20,7 @@ from kerasnmt.training_run import (
 from tests.run_fixtures import tiny_run, write_config, write_corpus
 
 # Long tests (training runs): run first (tests/conftest.py).
-pytestmark = pytest.mark.heavy(37)
+pytestmark = pytest.mark.heavy(21)
 
 
 def expected_averages(weights_by_update, decay, first_update):
