@@ -258,8 +258,8 @@ def prepare(arguments):
         export_translator,
         quantize_dense_layers,
     )
-    from kerasnmt.inference import float32_translator
-    from kerasnmt.layers import BeamSampler
+    from kerasnmt.decoding import float32_translator
+    from kerasnmt.decoding import BeamSampler
     from kerasnmt.training_run import build_shortlist
 
     started = time.perf_counter()
@@ -343,7 +343,7 @@ def time_translate(arguments, decoding):
     """`Translator.translate` with bench/decode_speed.py's loading and timing."""
     import decode_speed  # the same directory; imports TensorFlow and kerasnmt
 
-    from kerasnmt.layers import BeamSampler
+    from kerasnmt.decoding import BeamSampler
 
     speed_arguments = decode_speed.parse_arguments(
         ["--checkpoint", decoding["model"], "--batch-size", str(arguments.batch_size),

@@ -49,8 +49,8 @@ from kerasnmt.data.lexical_shortlist import LexicalShortlist  # noqa: E402
 from kerasnmt.data.training_pipeline import training_dataset  # noqa: E402
 from kerasnmt.evaluation import score_translations  # noqa: E402
 from kerasnmt.export import quantize_dense_layers  # noqa: E402
-from kerasnmt.inference import float32_translator  # noqa: E402
-from kerasnmt.layers import BeamSampler  # noqa: E402
+from kerasnmt.decoding import float32_translator  # noqa: E402
+from kerasnmt.decoding import BeamSampler  # noqa: E402
 from kerasnmt.training.fitting import model_data  # noqa: E402
 from kerasnmt.training import NoamDecay  # noqa: E402
 from reference_model import add_model_arguments, reference_translator  # noqa: E402
@@ -142,7 +142,7 @@ def train_briefly(arguments):
 
 def load_translator(arguments):
     """The model of `--checkpoint` (trained first without it), in float32 as kerasnmt's
-    commands decode (`kerasnmt.inference.float32_translator`)."""
+    commands decode (`kerasnmt.decoding.float32_translator`)."""
     if arguments.checkpoint is None:
         started = time.time()
         subprocess.run([sys.executable, __file__, "--train-only", *sys.argv[1:]], check=True)

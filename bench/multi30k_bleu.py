@@ -69,8 +69,8 @@ from kerasnmt.config import check_config  # noqa: E402
 from kerasnmt.data import train_sentencepiece  # noqa: E402
 from kerasnmt.evaluation import read_lines, score_translations  # noqa: E402
 from kerasnmt.export import export_translator, next_version_path  # noqa: E402
-from kerasnmt.inference import float32_translator  # noqa: E402
-from kerasnmt.layers import BeamSampler  # noqa: E402
+from kerasnmt.decoding import float32_translator  # noqa: E402
+from kerasnmt.decoding import BeamSampler  # noqa: E402
 from kerasnmt.training_run import (  # noqa: E402
     TRAINING_KEYS,
     accumulation_steps,

@@ -454,8 +454,8 @@ def build_shortlist(parser):
 def _load_model_for_decoding(args):
     """The `Translator` (and configuration, or None) that --config/--checkpoint or
     --model name, in float32 whatever precision it trained in (as its export decodes:
-    `kerasnmt.inference.precision`)."""
-    from kerasnmt.inference import float32_translator
+    `kerasnmt.decoding.precision`)."""
+    from kerasnmt.decoding import float32_translator
     from kerasnmt.training_run import MODEL_KEYS, restore_translator
 
     config = load_config(args.config, required=MODEL_KEYS) if args.config else None
@@ -473,7 +473,7 @@ def _load_model_for_decoding(args):
 
 
 def _sampler(config, n_best, early_exit=False):
-    from kerasnmt.layers import BeamSampler
+    from kerasnmt.decoding import BeamSampler
     from kerasnmt.training_run import build_sampler
 
     if config is None:

@@ -35,8 +35,8 @@ from typing import Any
 
 import yaml
 
-from kerasnmt.layers.beam_sampler import FINISHED_HYPOTHESES
-from kerasnmt.layers.search.scoring import LENGTH_NORMALIZATIONS
+from kerasnmt.decoding.beam_sampler import FINISHED_HYPOTHESES
+from kerasnmt.decoding.search.scoring import LENGTH_NORMALIZATIONS
 
 
 class ConfigError(ValueError):
@@ -892,7 +892,7 @@ _RENAMED_KEYS = {
 }
 
 # OpenNMT-tf options kerasnmt reads nowhere, by path: translations are grouped by source
-# width (kerasnmt.inference.widths), not by these buckets.
+# width (kerasnmt.decoding.widths), not by these buckets.
 _BUCKET_KEYS_UNUSED = {"eval.length_bucket_width", "infer.length_bucket_width"}
 
 # OpenNMT-tf options that kerasnmt does not have.

@@ -68,13 +68,14 @@ from kerasnmt.data.vocabulary import (
     UNKNOWN_TOKEN,
 )
 from kerasnmt.export import write_atomically
-from kerasnmt.inference.widths import (
+from kerasnmt.decoding.widths import (
     DEFAULT_LENGTH_OFFSET,
     DEFAULT_LENGTH_RATIO,
     DEFAULT_MAXIMUM_SOURCE_LENGTH,
     check_maximum_source_length,
 )
-from kerasnmt.layers import BeamSampler, SentencePieceTokenizer, WhitespaceTokenizer
+from kerasnmt.decoding import BeamSampler
+from kerasnmt.layers import SentencePieceTokenizer, WhitespaceTokenizer
 from kerasnmt.models import Translator
 
 # CTranslate2's weight types (`ct2-*-converter --quantization`).
@@ -310,7 +311,7 @@ def translate_batch_options(options, source_length):
     """
     arguments = dict(options["translate_batch"])
     length = min(source_length, options["maximum_source_length"])
-    # In float32, as kerasnmt.inference.widths.decoding_length_limit computes it.
+    # In float32, as kerasnmt.decoding.widths.decoding_length_limit computes it.
     scaled = math.floor(np.float32(options["decoding_length_ratio"]) * np.float32(length))
     limit = max(arguments["min_decoding_length"], scaled + options["decoding_length_offset"])
     arguments["max_decoding_length"] = min(arguments["max_decoding_length"], limit)

@@ -4,7 +4,7 @@ The SavedModel is written with `keras.export.ExportArchive`, which TensorFlow's 
 loaders read: `tf.saved_model.load` and the session loader of TF Serving and
 `saved_model_cli`. Inside it:
 
-It runs `kerasnmt.inference.TranslateFunction`, the graph `Translator.translate` runs
+It runs `kerasnmt.decoding.TranslateFunction`, the graph `Translator.translate` runs
 for batch search:
 
 1. the input strings are made valid UTF-8 (invalid bytes become U+FFFD), tokenized and
@@ -13,7 +13,7 @@ for batch search:
    token (empty or whitespace only) translates to the empty string with score 0;
 2. each sentence's token ids are padded to the smallest source width of
    `source_length_buckets` that holds it (by default 8, 16, 32, 64, ...: see
-   `kerasnmt.inference.widths`), and the sentences of each width, longest
+   `kerasnmt.decoding.widths`), and the sentences of each width, longest
    first, to the smallest of `batch_size_buckets` that holds them (more go through in
    chunks of the largest), so the numeric decoding sees a few shapes only, and a long
    sentence does not widen the decoding of the short ones of its request;
@@ -56,9 +56,9 @@ import tempfile
 import keras
 import tensorflow as tf
 
-from kerasnmt.inference.precision import float32_translator
-from kerasnmt.inference.translate_function import TranslateFunction
-from kerasnmt.inference.widths import (
+from kerasnmt.decoding.precision import float32_translator
+from kerasnmt.decoding.translate_function import TranslateFunction
+from kerasnmt.decoding.widths import (
     DEFAULT_LENGTH_OFFSET,
     DEFAULT_LENGTH_RATIO,
     DEFAULT_MAXIMUM_SOURCE_LENGTH,
@@ -66,7 +66,7 @@ from kerasnmt.inference.widths import (
     check_maximum_source_length,
     source_width_buckets,
 )
-from kerasnmt.layers import BeamSampler
+from kerasnmt.decoding import BeamSampler
 from kerasnmt.serving_warmup import warmup_requests, write_warmup_file
 
 SERVING_SIGNATURE = "serving_default"
@@ -113,7 +113,7 @@ def export_translator(
 
     The SavedModel decodes in float32 whatever `translator`'s dtype policy: a model
     trained in mixed precision is exported from its float32 copy
-    (`kerasnmt.inference.precision`).
+    (`kerasnmt.decoding.precision`).
 
     Args:
         translator: a `kerasnmt.Translator`.
@@ -125,7 +125,7 @@ def export_translator(
         maximum_source_length: sources are cut to their first this many tokens.
         source_length_buckets: the source widths the decoding is compiled for, increasing,
             the last equal to `maximum_source_length`; default
-            `kerasnmt.inference.widths.source_width_buckets(maximum_source_length)`.
+            `kerasnmt.decoding.widths.source_width_buckets(maximum_source_length)`.
         batch_size_buckets: the batch sizes it is compiled for; larger batches are
             decoded in chunks of the largest.
         with_alignments: add `alignments` to the `n_best` signature.

@@ -23,7 +23,7 @@ import tensorflow as tf
 from tensorflow_serving.apis import model_pb2, predict_pb2, prediction_log_pb2
 
 from kerasnmt.data.vocabulary import SPECIAL_TOKENS
-from kerasnmt.inference.source import source_features
+from kerasnmt.decoding.source import source_features
 
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 MAXIMUM_WARMUP_REQUESTS = 1000  # TF Serving's WarmupConsts::kMaxNumRecords

@@ -40,8 +40,8 @@ from kerasnmt.data.shards import check_shards_preprocessor
 from kerasnmt.data.training_pipeline import training_dataset
 from kerasnmt.data.text_files import read_line_aligned
 from kerasnmt.evaluation import score_translations
+from kerasnmt.decoding.beam_sampler import BeamSampler
 from kerasnmt.layers import (
-    BeamSampler,
     SentencePieceTokenizer,
     TranslationPreprocessor,
     WhitespaceTokenizer,

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from kerasnmt.layers import BeamSampler
+from kerasnmt.decoding import BeamSampler
 
 BENCH = pathlib.Path(__file__).resolve().parent.parent / "bench"
 

@@ -28,8 +28,8 @@ from kerasnmt.ctranslate2_export import (
     translate_batch_options,
 )
 from kerasnmt.data import train_sentencepiece
+from kerasnmt.decoding import BeamSampler
 from kerasnmt.layers import (
-    BeamSampler,
     SentencePieceTokenizer,
     TranslationPreprocessor,
     WhitespaceTokenizer,

@@ -30,10 +30,11 @@ from kerasnmt.export import (
     export_translator,
     next_version_path,
 )
-from kerasnmt.inference import TranslateFunction, decoding, source_width_buckets
-from kerasnmt.inference.widths import width_of
+from kerasnmt.decoding import TranslateFunction, source_width_buckets
+from kerasnmt.decoding import decode_call
+from kerasnmt.decoding.widths import width_of
+from kerasnmt.decoding import BeamSampler
 from kerasnmt.layers import (
-    BeamSampler,
     SentencePieceTokenizer,
     TranslationPreprocessor,
     WhitespaceTokenizer,
@@ -277,7 +278,7 @@ def test_a_shortlist_graph_traces_one_whole_vocabulary_decode():
     shortlist per width, and one over the whole vocabulary (at the widest width) that
     both widths' overflowing chunks share."""
     translator, sampler = tiny_translator(seed=3), _sampler()
-    decode = decoding.decode_function(translator, sampler, jit_compile=False, alignment=False)
+    decode = decode_call.decode_function(translator, sampler, jit_compile=False, alignment=False)
     calls = []
 
     def recorded_decode(ids, length, shortlist_ids):
@@ -308,7 +309,7 @@ def test_small_weights_are_compiled_in_and_larger_ones_stored_once(
     each weight once, as a variable."""
     translator, path = whitespace_export
     assert _stored_float_values(path) == 0
-    monkeypatch.setattr(decoding, "CONSTANT_WEIGHTS_MAX_BYTES", 0)
+    monkeypatch.setattr(decode_call, "CONSTANT_WEIGHTS_MAX_BYTES", 0)
     path = translator.export(tmp_path / "variables", sampler=_sampler(),
                              maximum_source_length=MAXIMUM_SOURCE_LENGTH,
                              batch_size_buckets=(BATCH_SIZE,), warmup=False)

@@ -19,7 +19,7 @@ from kerasnmt.config import load_config
 from kerasnmt.ctranslate2_export import read_translate_options
 from kerasnmt.data.lexical_shortlist import LexicalShortlist
 from kerasnmt.export import quantize_dense_layers
-from kerasnmt.layers import BeamSampler
+from kerasnmt.decoding import BeamSampler
 from kerasnmt.models import Translator
 from kerasnmt.serving_warmup import WARMUP_FILE
 from kerasnmt.training_run import TRAINING_KEYS, build_sampler, restore_translator, train

@@ -13,7 +13,8 @@ import sentencepiece
 import tensorflow as tf
 
 from kerasnmt.export import SERVING_SIGNATURE, export_translator
-from kerasnmt.layers import BeamSampler, SentencePieceTokenizer, TranslationPreprocessor
+from kerasnmt.decoding import BeamSampler
+from kerasnmt.layers import SentencePieceTokenizer, TranslationPreprocessor
 from kerasnmt.models import Translator
 from tests.models.translator_fixtures import corpus
 from tests.saved_model_process import run_without_keras

@@ -1,8 +1,8 @@
 """The layering of kerasnmt's subpackages, read from the import statements of its files.
 
 `data` (files, vocabularies, `tf.data` pipelines) depends on nothing else of kerasnmt;
-`layers` builds on `data`; `inference` (decoding) and `samplers` (keras-hub samplers) on
-`layers` and `data`; `training` (schedules, losses, callbacks) on `data` only. The modules
+`layers` builds on `data`; `decoding` (the samplers and the translation path) on `layers`
+and `data`; `training` (schedules, losses, callbacks) on `data` only. The modules
 above them (`models`, `export`, `training_run`, `config`, `evaluation`) may combine them,
 and no module imports the command line (`kerasnmt.cli`). Imports inside functions count
 as well.
@@ -19,9 +19,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 ALLOWED_IMPORTS = {
     "data": {"data"},
     "layers": {"layers", "data"},
-    "inference": {"inference", "layers", "data"},
+    "decoding": {"decoding", "layers", "data"},
     "training": {"training", "data"},
-    "samplers": {"samplers", "layers", "data"},
 }
 
 
@@ -106,10 +105,11 @@ def test_every_public_keras_layer_and_model_is_registered_for_serialization():
     """`.keras` files name them `kerasnmt>Name` (a decorator moved off its class fails this)."""
     import keras
 
+    import kerasnmt.decoding
     import kerasnmt.layers
     import kerasnmt.models
 
-    for module in (kerasnmt.layers, kerasnmt.models):
+    for module in (kerasnmt.decoding, kerasnmt.layers, kerasnmt.models):
         for name in module.__all__:
             value = getattr(module, name)
             if isinstance(value, type) and issubclass(value, keras.layers.Layer):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from kerasnmt import cli
-from kerasnmt.layers import BeamSampler
+from kerasnmt.decoding import BeamSampler
 
 FIXTURE = pathlib.Path(__file__).parent / "fixtures" / "written_by_0_1_0"
 

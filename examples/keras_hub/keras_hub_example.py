@@ -10,7 +10,7 @@ penalized beam search in a keras-hub model.
    and translates through the SavedModel (TensorFlow and TensorFlow Text's SentencePiece
    ops only: neither keras-hub nor kerasnmt is needed to serve it);
 3. builds a tiny randomly initialized `keras_hub.models.BartSeq2SeqLM` (no download) and
-   generates with `kerasnmt.samplers.PenalizedBeamSampler` (length penalty, minimum length,
+   generates with `kerasnmt.decoding.PenalizedBeamSampler` (length penalty, minimum length,
    n-best list) next to keras-hub's own `BeamSampler`.
 """
 
@@ -29,9 +29,10 @@ import tensorflow as tf  # noqa: E402
 
 from kerasnmt.evaluation import read_lines  # noqa: E402
 from kerasnmt.export import SERVING_SIGNATURE, export_translator  # noqa: E402
-from kerasnmt.layers import BeamSampler, TranslationPreprocessor  # noqa: E402
+from kerasnmt.decoding import BeamSampler  # noqa: E402
+from kerasnmt.layers import TranslationPreprocessor  # noqa: E402
 from kerasnmt.models import Translator  # noqa: E402
-from kerasnmt.samplers import PenalizedBeamSampler  # noqa: E402
+from kerasnmt.decoding import PenalizedBeamSampler  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "quickstart", "data")
 

@@ -129,7 +129,7 @@ class LexicalShortlist:
     def target_id_set(self, source_ids):
         """`target_ids` of one sentence's source ids as a Python set (padding 0 and ids
         without candidates add nothing): cheap enough to group thousands of sentences by
-        the shortlists they share (`kerasnmt.inference.decoding_streams`)."""
+        the shortlists they share (`kerasnmt.decoding.decoding_streams`)."""
         allowed = set(self.always)
         for source_id in np.asarray(source_ids).reshape([-1]).tolist():
             if source_id != PADDING_ID:

@@ -1,6 +1,5 @@
 """Public Keras layers of kerasnmt."""
 
-from kerasnmt.layers.beam_sampler import BeamSampler
 from kerasnmt.layers.dropout import Dropout
 from kerasnmt.layers.relative_multi_head_attention import RelativeMultiHeadAttention
 from kerasnmt.layers.sinusoidal_position_encoding import SinusoidalPositionEncoding
@@ -15,7 +14,6 @@ from kerasnmt.layers.vocab_lookup import VocabLookup
 from kerasnmt.layers.whitespace_tokenizer import WhitespaceTokenizer
 
 __all__ = [
-    "BeamSampler",
     "Dropout",
     "RelativeMultiHeadAttention",
     "SinusoidalPositionEncoding",

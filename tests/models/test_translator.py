@@ -9,7 +9,8 @@ import tensorflow as tf
 
 import kerasnmt
 from kerasnmt.data import make_training_batches
-from kerasnmt.layers import BeamSampler
+from kerasnmt.decoding import BeamSampler
+from kerasnmt.decoding.decode import beam_history_step_function
 from kerasnmt.models import Translator
 from kerasnmt.training import CheckpointCallback, NoamDecay, NonFiniteLossError, ScheduleWrapper
 from tests.models.translator_fixtures import corpus, tiny_translator
@@ -76,7 +77,10 @@ def test_overfits_twenty_pairs_from_raw_strings():
     outputs = translator(x)
     encoder_outputs, mask = translator.encode(x["source_ids"], x["source_length"])
     max_length = int(tf.shape(x["target_ids"])[1])
-    step_fn, state = translator.decoding_step_function(encoder_outputs, mask, 1, max_length)
+    step_fn, history, unordered = beam_history_step_function(
+        translator, encoder_outputs, mask, tf.fill([20], max_length), beam_size=1,
+        max_length=max_length, vocabulary_multiple=1)
+    state = (history, unordered)
     ids = x["target_ids"][:, 0]
     greedy = []
     for step in range(max_length):
@@ -93,12 +97,12 @@ def test_overfits_twenty_pairs_from_raw_strings():
     decoded = translator.preprocessor.detokenize_target(greedy).numpy()
     assert [d.decode() for d in decoded] == list(targets)
 
-    # The same step function drives a beam search (encoder once, caches tiled per beam and
-    # reordered): each hypothesis' log-probability equals the full model's on that sequence.
-    step_fn, state = translator.decoding_step_function(encoder_outputs, mask, 2, 10)
-    hypotheses = BeamSampler(beam_size=2, n_best=2, max_length=10)(
-        step_fn, start_ids=tf.fill([20], 1), end_id=2, initial_state=state
-    )
+    # The same step function drives a beam search (encoder once, beam caches in place, the
+    # hypotheses' histories reordered): each hypothesis' log-probability equals the full
+    # model's on that sequence (no length limit before the sampler's 10 steps).
+    hypotheses = translator.decode(x["source_ids"], x["source_length"],
+                                   BeamSampler(beam_size=2, n_best=2, max_length=10),
+                                   length_offset=10)
     for k in range(2):
         lengths = hypotheses["lengths"][:, k].numpy()
         ids = hypotheses["ids"][:, k].numpy()
@@ -261,10 +265,10 @@ def test_decoding_logits_padded_to_a_multiple_exclude_the_added_ids(use_output_b
     the added columns are updated alone)."""
     translator = tiny_translator(use_output_bias=use_output_bias)
     x, _ = _model_batch(translator, ["a b", "b"], ["c", "c d"])
-    step_fn, state = translator.decoding_step_function(
-        *translator.encode(x["source_ids"], x["source_length"]), beam_size=1, max_length=3,
-        vocabulary_multiple=64)
-    logits, _, _ = step_fn(x["target_ids"][:, 0], tf.constant(0), state)
+    step_fn, history, unordered = beam_history_step_function(
+        translator, *translator.encode(x["source_ids"], x["source_length"]),
+        length_limits=tf.fill([2], 3), beam_size=1, max_length=3, vocabulary_multiple=64)
+    logits, _, _ = step_fn(x["target_ids"][:, 0], tf.constant(0), (history, unordered))
     size = translator.target_vocabulary_size
     assert logits.shape == (2, 64) and size < 64
     np.testing.assert_allclose(logits[:, :size], translator(x)["logits"][:, 0], atol=1e-5)

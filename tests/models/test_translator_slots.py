@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from kerasnmt.data.lexical_shortlist import LexicalShortlist
-from kerasnmt.layers import BeamSampler
-from kerasnmt.inference import decoding_streams, source_width_buckets
-from kerasnmt.inference.widths import width_of
+from kerasnmt.decoding import BeamSampler
+from kerasnmt.decoding import decoding_streams, source_width_buckets
+from kerasnmt.decoding.widths import width_of
 from tests.models.translator_fixtures import corpus, forbid_outside, tiny_translator
 
 # Long tests (training, exports, decoding): run first (tests/conftest.py).

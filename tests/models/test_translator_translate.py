@@ -7,9 +7,10 @@ import tensorflow as tf
 
 from kerasnmt.data.lexical_shortlist import LexicalShortlist
 from kerasnmt.data.vocabulary import END_OF_SENTENCE_ID, START_OF_SENTENCE_ID
-from kerasnmt.inference import hypothesis_texts, source_width_buckets
-from kerasnmt.inference.widths import width_of
-from kerasnmt.layers import BeamSampler, TranslationPreprocessor, WhitespaceTokenizer
+from kerasnmt.decoding import hypothesis_texts, source_width_buckets
+from kerasnmt.decoding.widths import width_of
+from kerasnmt.decoding import BeamSampler
+from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
 from tests.models.translator_fixtures import corpus, forbid_outside, tiny_translator
 
 # Long tests (training, exports, decoding): run first (tests/conftest.py).

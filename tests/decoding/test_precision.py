@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from kerasnmt.export import quantize_dense_layers
-from kerasnmt.inference import float32_translator
-from kerasnmt.layers import BeamSampler
+from kerasnmt.decoding import float32_translator
+from kerasnmt.decoding import BeamSampler
 from tests.models.translator_fixtures import tiny_translator
 
 SENTENCES = ["a b c", "d e", "h g f e d c b a", "b"]

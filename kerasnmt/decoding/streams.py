@@ -3,7 +3,7 @@ width, longest first, for decoding through slots (`BeamSampler(compact_batch=Tru
 
 import numpy as np
 
-from kerasnmt.inference.widths import width_of
+from kerasnmt.decoding.widths import width_of
 
 
 def decoding_streams(batches, num_slots, width_buckets, maximum_size=None, shortlist=None):

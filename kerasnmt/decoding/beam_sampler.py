@@ -5,7 +5,7 @@ import numbers
 import keras
 import tensorflow as tf
 
-from kerasnmt.layers.search import (
+from kerasnmt.decoding.search import (
     BeamRanking,
     CompactingLoop,
     Greedy,
@@ -14,9 +14,9 @@ from kerasnmt.layers.search import (
     SlotLoop,
     TopKSampling,
 )
-from kerasnmt.layers.search.compacting_loop import batch_sizes
-from kerasnmt.layers.search.scoring import check_length_normalization
-from kerasnmt.layers.search.top_k import SEED_RANGE
+from kerasnmt.decoding.search.compacting_loop import batch_sizes
+from kerasnmt.decoding.search.scoring import check_length_normalization
+from kerasnmt.decoding.search.top_k import SEED_RANGE
 
 # Where finished hypotheses go: they keep their beam slots (OpenNMT-tf), or leave the beam
 # (fairseq, CTranslate2).
@@ -49,7 +49,7 @@ class BeamSampler(keras.layers.Layer):
     plain log-probabilities. The loop stops when every hypothesis has emitted `</s>` or after
     `max_length` steps; `</s>` gets a -1e7 logit penalty during the first `min_length`
     steps. The paths are rebuilt at the end from the table of parent beams
-    (`kerasnmt.layers.gather_tree.gather_tree`), so no step does work that grows with
+    (`kerasnmt.decoding.gather_tree.gather_tree`), so no step does work that grows with
     `max_length`; and since a row's scores rise with its logits, each step scores only
     each row's best logits (the vocabulary itself is only read to normalize).
 
@@ -83,7 +83,7 @@ class BeamSampler(keras.layers.Layer):
     `beam_size` hypotheses have finished).
 
     `finished_hypotheses="set_aside"` searches as fairseq and CTranslate2 do instead
-    (`kerasnmt.layers.search.SetAsideRanking`): each step ranks the `2 * beam_size` best
+    (`kerasnmt.decoding.search.SetAsideRanking`): each step ranks the `2 * beam_size` best
     candidates of an example by cumulative log-probability; those among the first
     `beam_size` that end with `</s>` (or at `max_length`) leave the beam, set aside with
     their final score (frozen, as with `freeze_finished_scores=True`), and the beam is
@@ -117,8 +117,8 @@ class BeamSampler(keras.layers.Layer):
     of each slot and the example each slot decodes. Sampling draws differ from those of a
     batch (the seed is folded with the loop's iteration).
 
-    Each step's rule is a `kerasnmt.layers.search.SearchRule` (`BeamRanking`, `Greedy` or
-    `TopKSampling`), run by one of the loops of `kerasnmt.layers.search` (`PlainLoop`,
+    Each step's rule is a `kerasnmt.decoding.search.SearchRule` (`BeamRanking`, `Greedy` or
+    `TopKSampling`), run by one of the loops of `kerasnmt.decoding.search` (`PlainLoop`,
     `CompactingLoop` with `compact_batch`, `SlotLoop` with `num_slots`).
 
     The layer has no weights. It runs eagerly, inside `tf.function` and inside

@@ -15,12 +15,12 @@ import json
 import numpy as np
 import tensorflow as tf
 
-from kerasnmt.inference.decoding import decode_chunk, decode_function
-from kerasnmt.inference.source import source_features
-from kerasnmt.inference.streams import decoding_streams, pad_rows
-from kerasnmt.inference.text import hypothesis_texts
-from kerasnmt.inference.translate_function import TranslateFunction
-from kerasnmt.inference.widths import (
+from kerasnmt.decoding.decode_call import decode_chunk, decode_function
+from kerasnmt.decoding.source import source_features
+from kerasnmt.decoding.streams import decoding_streams, pad_rows
+from kerasnmt.decoding.text import hypothesis_texts
+from kerasnmt.decoding.translate_function import TranslateFunction
+from kerasnmt.decoding.widths import (
     DEFAULT_LENGTH_OFFSET,
     DEFAULT_LENGTH_RATIO,
     DEFAULT_MAXIMUM_SOURCE_LENGTH,
@@ -28,7 +28,7 @@ from kerasnmt.inference.widths import (
     source_width_buckets,
     width_of,
 )
-from kerasnmt.layers import BeamSampler
+from kerasnmt.decoding.beam_sampler import BeamSampler
 
 # A call decodes the sentences of at most this many batches at once (bounds the memory of
 # the outputs; batch search groups sentences within a block).

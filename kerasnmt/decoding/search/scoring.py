@@ -33,7 +33,7 @@ Example:
 
 import tensorflow as tf
 
-from kerasnmt.layers.search.top_k_by_chunks import top_k_by_chunks
+from kerasnmt.decoding.search.top_k_by_chunks import top_k_by_chunks
 
 # OpenNMT-tf adds this to the </s> logit while `step < min_length`.
 END_PENALTY_BEFORE_MIN_LENGTH = -1e7
@@ -41,6 +41,9 @@ END_PENALTY_BEFORE_MIN_LENGTH = -1e7
 # The </s> logit of a row that must end: this far above the others, </s> gets probability 1
 # (the others' exponentials underflow to 0) without a pass over the rest of the row.
 FORCED_END_LOGIT = 1e9
+# The logit of an id that may never be chosen: the ids that pad the output layer to a
+# multiple of the top-k's chunk, and those outside a shortlist.
+EXCLUDED_LOGIT = -1e9
 
 # The length penalty's divisor: GNMT's `((5 + length) / 6) ** alpha`, or `length ** alpha`.
 LENGTH_NORMALIZATIONS = ("gnmt", "power")

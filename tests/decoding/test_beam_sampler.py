@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from kerasnmt.layers import BeamSampler
-from kerasnmt.layers.search.top_k_by_chunks import top_k_by_chunks
-from kerasnmt.layers.gather_tree import gather_tree
+from kerasnmt.decoding import BeamSampler
+from kerasnmt.decoding.search.top_k_by_chunks import top_k_by_chunks
+from kerasnmt.decoding.gather_tree import gather_tree
 
 # Long tests (tests/conftest.py runs them first).
 pytestmark = pytest.mark.heavy(63)

@@ -6,7 +6,7 @@ Example:
     array([[1]], dtype=int32)
 """
 
-from kerasnmt.layers.search.beam import BeamRanking
+from kerasnmt.decoding.search.beam import BeamRanking
 
 
 class Greedy(BeamRanking):

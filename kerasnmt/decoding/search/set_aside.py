@@ -28,8 +28,8 @@ Example:
 
 import tensorflow as tf
 
-from kerasnmt.layers.search.rule import SearchRule, with_static_shapes
-from kerasnmt.layers.search.scoring import force_or_forbid_end
+from kerasnmt.decoding.search.rule import SearchRule, with_static_shapes
+from kerasnmt.decoding.search.scoring import force_or_forbid_end
 
 
 class SetAsideRanking(SearchRule):

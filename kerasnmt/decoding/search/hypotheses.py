@@ -10,7 +10,7 @@ Example:
 
 import tensorflow as tf
 
-from kerasnmt.layers.gather_tree import gather_tree
+from kerasnmt.decoding.gather_tree import gather_tree
 
 
 def example_rows(examples, beam_size):

@@ -6,7 +6,7 @@ once, at the end.
 
 Example:
     >>> import tensorflow as tf
-    >>> from kerasnmt.layers.search import Greedy
+    >>> from kerasnmt.decoding.search import Greedy
     >>> def step_fn(ids, step, state):  # prefers word 2 twice, then </s> (0)
     ...     return tf.one_hot([tf.where(step < 2, 2, 0)], 3) * 5.0, None, state
     >>> loop = PlainLoop(Greedy(), step_fn, end_id=tf.constant(0), max_length=4)
@@ -17,8 +17,8 @@ Example:
 
 import tensorflow as tf
 
-from kerasnmt.layers.search.hypotheses import finalize
-from kerasnmt.layers.search.step_function import call_step_fn, tile_state
+from kerasnmt.decoding.search.hypotheses import finalize
+from kerasnmt.decoding.search.step_function import call_step_fn, tile_state
 
 # The loop's tables, written at each step (TensorArrays), beside its hypotheses.
 TABLES = ("step_ids", "parent_ids", "attention")

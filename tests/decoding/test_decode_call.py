@@ -7,9 +7,9 @@ import pytest
 import tensorflow as tf
 
 from kerasnmt.export import quantize_dense_layers
-from kerasnmt.inference import decoding
-from kerasnmt.inference.decoding import decode_function, fits_in_constants
-from kerasnmt.layers import BeamSampler
+from kerasnmt.decoding import decode_call
+from kerasnmt.decoding.decode_call import decode_function, fits_in_constants
+from kerasnmt.decoding import BeamSampler
 from tests.models.translator_fixtures import forbid_outside, tiny_translator
 
 # Long tests (tests/conftest.py runs them first).
@@ -66,10 +66,10 @@ def test_constant_weights_are_the_values_when_the_function_is_made():
 def test_weights_above_the_budget_or_without_xla_stay_variables(monkeypatch):
     translator = built_translator()
     size = sum(int(np.prod(v.shape)) * 4 for v in translator.variables)  # all float32
-    monkeypatch.setattr(decoding, "CONSTANT_WEIGHTS_MAX_BYTES", size)
+    monkeypatch.setattr(decode_call, "CONSTANT_WEIGHTS_MAX_BYTES", size)
     assert fits_in_constants(translator, jit_compile=True)
     assert not fits_in_constants(translator, jit_compile=False)
-    monkeypatch.setattr(decoding, "CONSTANT_WEIGHTS_MAX_BYTES", size - 1)
+    monkeypatch.setattr(decode_call, "CONSTANT_WEIGHTS_MAX_BYTES", size - 1)
     assert not fits_in_constants(translator, jit_compile=True)
     decode = decode_function(translator, SAMPLER, alignment=False, constant_weights=True)
     assert entry_parameters(decode) > 2

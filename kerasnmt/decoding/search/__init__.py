@@ -1,4 +1,4 @@
-"""The parts of `kerasnmt.layers.BeamSampler`: the search rules (one step of a search)
+"""The parts of `kerasnmt.decoding.BeamSampler`: the search rules (one step of a search)
 and the loops that run them.
 
 - `SearchRule` (`rule.py`), with `BeamRanking` (`beam.py`), `Greedy` (`greedy.py`),
@@ -13,14 +13,14 @@ Example:
     10
 """
 
-from kerasnmt.layers.search.beam import BeamRanking
-from kerasnmt.layers.search.compacting_loop import CompactingLoop
-from kerasnmt.layers.search.greedy import Greedy
-from kerasnmt.layers.search.plain_loop import PlainLoop
-from kerasnmt.layers.search.rule import SearchRule
-from kerasnmt.layers.search.set_aside import SetAsideRanking
-from kerasnmt.layers.search.slot_loop import SlotLoop
-from kerasnmt.layers.search.top_k import TopKSampling
+from kerasnmt.decoding.search.beam import BeamRanking
+from kerasnmt.decoding.search.compacting_loop import CompactingLoop
+from kerasnmt.decoding.search.greedy import Greedy
+from kerasnmt.decoding.search.plain_loop import PlainLoop
+from kerasnmt.decoding.search.rule import SearchRule
+from kerasnmt.decoding.search.set_aside import SetAsideRanking
+from kerasnmt.decoding.search.slot_loop import SlotLoop
+from kerasnmt.decoding.search.top_k import TopKSampling
 
 __all__ = [
     "BeamRanking",

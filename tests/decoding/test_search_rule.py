@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from kerasnmt.layers.search import BeamRanking, Greedy, TopKSampling
+from kerasnmt.decoding.search import BeamRanking, Greedy, TopKSampling
 
 END = 0
 
@@ -95,7 +95,7 @@ def test_forcing_end_changes_the_end_column_only():
     </s> a log-probability of exactly 0; before min_length every row's </s> logit loses
     1e7 (OpenNMT-tf's); the other logits are left as they were; without an end id (-1, a
     keras-hub sampler without a stop token) nothing changes."""
-    from kerasnmt.layers.search.scoring import FORCED_END_LOGIT, force_or_forbid_end
+    from kerasnmt.decoding.search.scoring import FORCED_END_LOGIT, force_or_forbid_end
 
     logits = tf.constant([[1.0, 2.0, 3.0], [0.5, -1.0, 4.0]])
     finished = tf.constant([True, False])

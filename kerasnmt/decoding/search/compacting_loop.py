@@ -16,13 +16,13 @@ import math
 
 import tensorflow as tf
 
-from kerasnmt.layers.search.hypotheses import (
+from kerasnmt.decoding.search.hypotheses import (
     example_rows,
     finalize,
     gather_rows_or_examples,
     steps_first,
 )
-from kerasnmt.layers.search.plain_loop import TABLES, PlainLoop
+from kerasnmt.decoding.search.plain_loop import TABLES, PlainLoop
 
 
 def batch_sizes(static_batch_size, batch_size):

@@ -18,10 +18,10 @@
 import numpy as np
 import tensorflow as tf
 
-from kerasnmt.inference.decoding import decode_chunk, decode_function
-from kerasnmt.inference.source import source_features
-from kerasnmt.inference.text import hypothesis_texts, longest
-from kerasnmt.inference.widths import bucket_index, decoding_steps
+from kerasnmt.decoding.decode_call import decode_chunk, decode_function
+from kerasnmt.decoding.source import source_features
+from kerasnmt.decoding.text import hypothesis_texts, longest
+from kerasnmt.decoding.widths import bucket_index, decoding_steps
 
 
 class TranslateFunction:
@@ -35,7 +35,7 @@ class TranslateFunction:
             `maximum_source_length`.
         batch_size_buckets: the row counts decoded.
         length_ratio: `a` of the decoding length limit `floor(a * n) + b`
-            (`kerasnmt.inference.widths`).
+            (`kerasnmt.decoding.widths`).
         length_offset: `b` of that limit.
         replace_unknown_target: replace each unknown target token by the source token it
             attends to most.
@@ -51,7 +51,8 @@ class TranslateFunction:
             (`decode_function`): for an export, whose weights do not change.
 
     Examples:
-        >>> from kerasnmt.layers import BeamSampler, TranslationPreprocessor, WhitespaceTokenizer
+        >>> from kerasnmt.decoding import BeamSampler
+        >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
         >>> from kerasnmt.models import Translator
         >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
         >>> translator = Translator(TranslationPreprocessor(

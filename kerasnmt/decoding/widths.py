@@ -99,7 +99,7 @@ def decoding_length_limit(source_length, sampler, length_ratio, length_offset):
     computed in float32, as `decoding_steps`).
 
     Examples:
-        >>> from kerasnmt.layers import BeamSampler
+        >>> from kerasnmt.decoding import BeamSampler
         >>> decoding_length_limit([0, 3, 100], BeamSampler(max_length=150), 2.0, 10).numpy()
         array([ 10,  16, 150], dtype=int32)
     """
@@ -117,7 +117,7 @@ def decoding_steps(source_width, sampler, length_ratio, length_offset):
     not static (`None`).
 
     Examples:
-        >>> from kerasnmt.layers import BeamSampler
+        >>> from kerasnmt.decoding import BeamSampler
         >>> [decoding_steps(width, BeamSampler(max_length=60), 2.0, 10) for width in (8, 32)]
         [27, 60]
     """

@@ -8,7 +8,7 @@ Example:
 
 import tensorflow as tf
 
-from kerasnmt.layers.search.rule import SearchRule
+from kerasnmt.decoding.search.rule import SearchRule
 
 
 class BeamRanking(SearchRule):

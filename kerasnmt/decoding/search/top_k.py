@@ -11,7 +11,7 @@ Example:
 
 import tensorflow as tf
 
-from kerasnmt.layers.search.rule import SearchRule
+from kerasnmt.decoding.search.rule import SearchRule
 
 # The seeds of `tf.random`'s stateless ops are int32.
 SEED_RANGE = (-(2**31), 2**31)

@@ -8,7 +8,7 @@ The search ends when every example is done.
 
 Example:
     >>> import tensorflow as tf
-    >>> from kerasnmt.layers.search import Greedy
+    >>> from kerasnmt.decoding.search import Greedy
     >>> def step_fn(ids, step, state, examples):  # example e: word 2 e + 1 times, then </s>
     ...     return tf.one_hot(tf.where(step <= examples, 2, 0), 3) * 5.0, None, state
     >>> loop = SlotLoop(Greedy(), step_fn, tf.constant([1, 1, 1]), end_id=tf.constant(0),
@@ -20,13 +20,13 @@ Example:
 
 import tensorflow as tf
 
-from kerasnmt.layers.search.hypotheses import (
+from kerasnmt.decoding.search.hypotheses import (
     example_rows,
     finalize,
     gather_rows_or_examples,
     steps_first,
 )
-from kerasnmt.layers.search.step_function import call_step_fn
+from kerasnmt.decoding.search.step_function import call_step_fn
 
 
 # The loop's values that are not per slot (or per row of a slot): its counters and output

@@ -3,14 +3,14 @@
 A rule is independent of the loop that runs it. Each example keeps `beam_size`
 hypotheses, rows `b * beam_size + k` of a dict of tensors (`first_hypotheses`); each step
 `advance` forces `</s>` on finished rows (and forbids it before `min_length`), scores the
-candidates of every row (`kerasnmt.layers.search.scoring`), lets the subclass `choose`
+candidates of every row (`kerasnmt.decoding.search.scoring`), lets the subclass `choose`
 `beam_size` of each example's candidates, and reorders the hypotheses after their parents.
 Subclasses: `BeamRanking` (keeps the best), `Greedy` (one hypothesis) and `TopKSampling`
 (draws).
 
 Example:
     >>> import tensorflow as tf
-    >>> from kerasnmt.layers.search import BeamRanking
+    >>> from kerasnmt.decoding.search import BeamRanking
     >>> rule = BeamRanking(beam_size=2)
     >>> hypotheses = rule.first_hypotheses(tf.constant([1, 1]), num_examples=1)
     >>> logits = tf.math.log([[0.1, 0.2, 0.7], [0.1, 0.2, 0.7]])  # word 0 is </s>
@@ -24,7 +24,7 @@ Example:
 
 import tensorflow as tf
 
-from kerasnmt.layers.search.scoring import (
+from kerasnmt.decoding.search.scoring import (
     check_length_normalization,
     coverage_penalty,
     force_or_forbid_end,
@@ -49,7 +49,7 @@ class SearchRule:
         length_penalty: the exponent `alpha` of the length penalty; 0 disables it.
         coverage_penalty: the weight `beta` of the coverage penalty; 0 disables it.
         length_normalization: the length penalty's divisor, `"gnmt"` or `"power"`
-            (`kerasnmt.layers.search.scoring.length_penalty_divisor`).
+            (`kerasnmt.decoding.search.scoring.length_penalty_divisor`).
         freeze_finished_scores: score a hypothesis as complete from the step it emits
             `</s>`, instead of OpenNMT-tf's `length + 1` and one-step-late coverage.
         early_exit: an example is done when its `n_best` best hypotheses have finished,

@@ -27,15 +27,15 @@ import keras
 import keras_hub
 import tensorflow as tf
 
-from kerasnmt.layers.search import BeamRanking, Greedy, TopKSampling
-from kerasnmt.layers.search.scoring import check_length_normalization
-from kerasnmt.layers.search.top_k import SEED_RANGE
+from kerasnmt.decoding.search import BeamRanking, Greedy, TopKSampling
+from kerasnmt.decoding.search.scoring import check_length_normalization
+from kerasnmt.decoding.search.top_k import SEED_RANGE
 
 
 @keras.saving.register_keras_serializable(package="kerasnmt")
 class PenalizedBeamSampler(keras_hub.samplers.Sampler):
     """A `keras_hub.samplers.Sampler` that searches by the rule of
-    `kerasnmt.layers.BeamSampler` (`kerasnmt.layers.search`: `BeamRanking`, `Greedy` or
+    `kerasnmt.decoding.BeamSampler` (`kerasnmt.decoding.search`: `BeamRanking`, `Greedy` or
     `TopKSampling`), step by step in keras-hub's loop (`Sampler.run_loop`).
 
     Each example keeps `num_beams` hypotheses, ranked by
@@ -52,7 +52,7 @@ class PenalizedBeamSampler(keras_hub.samplers.Sampler):
     (`stop_token_ids=None`) and without a length penalty. Prompt tokens (`mask`) are
     kept as they are and not scored; `min_length` counts from the end of each prompt.
 
-    The coverage penalty of `kerasnmt.layers.BeamSampler` needs the attention of each
+    The coverage penalty of `kerasnmt.decoding.BeamSampler` needs the attention of each
     step, which keras-hub's `next` does not return: it is refused. Sampling and the loop
     need TensorFlow (the Keras backend kerasnmt runs on).
 
@@ -69,7 +69,7 @@ class PenalizedBeamSampler(keras_hub.samplers.Sampler):
         temperature: the scores are divided by it before sampling (only with `top_k != 1`).
         seed: an int for reproducible sampling, or `None` for a new seed at each call.
         freeze_finished_scores: score a complete hypothesis with its own length, instead
-            of OpenNMT-tf's `length + 1` (see `kerasnmt.layers.BeamSampler`).
+            of OpenNMT-tf's `length + 1` (see `kerasnmt.decoding.BeamSampler`).
         early_exit: stop when the `n_best` best hypotheses of every example are complete.
         coverage_penalty: must be 0 (see above).
         length_normalization: `"gnmt"` or `"power"`: the divisor of the length penalty
@@ -83,7 +83,7 @@ class PenalizedBeamSampler(keras_hub.samplers.Sampler):
             raise ValueError(
                 "PenalizedBeamSampler: coverage_penalty needs the attention weights of each "
                 "step, which keras-hub's `next` does not return; use "
-                "kerasnmt.layers.BeamSampler for a coverage penalty"
+                "kerasnmt.decoding.BeamSampler for a coverage penalty"
             )
         for name, value, minimum in (("num_beams", num_beams, 1), ("n_best", n_best, 1),
                                      ("min_length", min_length, 0), ("top_k", top_k, 0)):

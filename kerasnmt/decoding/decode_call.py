@@ -18,7 +18,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from kerasnmt.inference.widths import DEFAULT_LENGTH_OFFSET, DEFAULT_LENGTH_RATIO
+from kerasnmt.decoding.widths import DEFAULT_LENGTH_OFFSET, DEFAULT_LENGTH_RATIO
 
 
 def decode_function(translator, sampler, jit_compile=True, length_ratio=DEFAULT_LENGTH_RATIO,
@@ -33,7 +33,8 @@ def decode_function(translator, sampler, jit_compile=True, length_ratio=DEFAULT_
     layers' code would double the tracing time of each new shape.
 
     Examples:
-        >>> from kerasnmt.layers import BeamSampler, TranslationPreprocessor, WhitespaceTokenizer
+        >>> from kerasnmt.decoding import BeamSampler
+        >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
         >>> from kerasnmt.models import Translator
         >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
         >>> translator = Translator(TranslationPreprocessor(

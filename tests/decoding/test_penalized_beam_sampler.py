@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from kerasnmt.layers.search import TopKSampling
-from kerasnmt.samplers import PenalizedBeamSampler
+from kerasnmt.decoding.search import TopKSampling
+from kerasnmt.decoding import PenalizedBeamSampler
 
 VOCAB_SIZE = 5
 PAD, START, END = 0, 1, 2
