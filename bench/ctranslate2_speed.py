@@ -5,7 +5,7 @@ Issue 21, item 4: the same weights, the same sentences (the 1,000 of Multi30k
 32), one machine, one run. The model (`--model FILE.keras`, or `--config RUN_YML` with
 its latest or `--checkpoint`) is first exported, in a process of its own, to a SavedModel
 (`kerasnmt.export.export_translator`) and to CTranslate2 in float32 and in int8
-(`kerasnmt.ctranslate2_export.export_ctranslate2`), under `--workdir`. Then each runtime
+(`kerasnmt.export.ctranslate2.export_ctranslate2`), under `--workdir`. Then each runtime
 translates the sentences in a fresh process, one after the other:
 
 - `translate`: `Translator.translate` of the `.keras` model, as `bench/decode_speed.py`
@@ -246,7 +246,7 @@ def prepare(arguments):
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import keras
 
-    from kerasnmt.ctranslate2_export import (
+    from kerasnmt.export.ctranslate2 import (
         export_ctranslate2,
         read_translate_options,
         tokenizers,
@@ -421,7 +421,7 @@ def time_savedmodel(arguments, concurrency, order, directory):
 
 
 def ctranslate2_tokenizers(path, dropped):
-    """`tokenize` and `detokenize` as `kerasnmt.ctranslate2_export.tokenizers(path)` (which
+    """`tokenize` and `detokenize` as `kerasnmt.export.ctranslate2.tokenizers(path)` (which
     imports keras): SentencePiece or whitespace, as translate_options.json says."""
     options = read_json(os.path.join(path, "translate_options.json"))
     functions = []

@@ -20,7 +20,7 @@ import numpy as np
 import tensorflow as tf
 
 from kerasnmt.config import ConfigError, load_config
-from kerasnmt.ctranslate2_export import QUANTIZATIONS
+from kerasnmt.export.ctranslate2 import QUANTIZATIONS
 from kerasnmt.data.pipeline_errors import corpus_error
 from kerasnmt.data.sentencepiece_trainer import MODEL_TYPES, train_sentencepiece
 from kerasnmt.data.shards import write_shards
@@ -666,7 +666,7 @@ def _export_options(args, config):
 
 def _export_ctranslate2(parser, args):
     """`kerasnmt export --format ctranslate2`: the checks that need no model first."""
-    from kerasnmt.ctranslate2_export import check_output, export_ctranslate2
+    from kerasnmt.export.ctranslate2 import check_output, export_ctranslate2
 
     not_exported = {"--next-version": args.next_version, "--with-alignments":
                     args.with_alignments, "--early-exit": args.early_exit,

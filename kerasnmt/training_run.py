@@ -40,6 +40,7 @@ from kerasnmt.data.shards import check_shards_preprocessor
 from kerasnmt.data.training_pipeline import training_dataset
 from kerasnmt.data.text_files import read_line_aligned
 from kerasnmt.evaluation import score_translations
+from kerasnmt.export import export_translator
 from kerasnmt.decoding.beam_sampler import BeamSampler
 from kerasnmt.layers import (
     SentencePieceTokenizer,
@@ -705,8 +706,6 @@ def evaluate_run(translator, config, sampler, sources, references, predictions_p
 def _export_best(config, sampler):
     """`export_fn(translator, step)`: exports to `model_dir/export/STEP`, keeping the last
     `eval.max_exports_to_keep` exports."""
-    from kerasnmt.export import export_translator  # noqa: PLC0415 (export imports this module)
-
     directory = os.path.join(config["model_dir"], EXPORT_DIRECTORY)
 
     def export_fn(translator, step):

@@ -16,12 +16,12 @@ import yaml
 
 from kerasnmt import cli
 from kerasnmt.config import load_config
-from kerasnmt.ctranslate2_export import read_translate_options
+from kerasnmt.export.ctranslate2 import read_translate_options
 from kerasnmt.data.lexical_shortlist import LexicalShortlist
 from kerasnmt.export import quantize_dense_layers
 from kerasnmt.decoding import BeamSampler
 from kerasnmt.models import Translator
-from kerasnmt.serving_warmup import WARMUP_FILE
+from kerasnmt.export.serving_warmup import WARMUP_FILE
 from kerasnmt.training_run import TRAINING_KEYS, build_sampler, restore_translator, train
 from tests.models.translator_fixtures import tiny_translator
 from tests.run_fixtures import tiny_run, write_config, write_corpus

@@ -496,7 +496,7 @@ class Translator(keras.Model):
         Returns:
             `filepath`.
         """
-        from kerasnmt.export import export_translator  # noqa: PLC0415 (export imports layers)
+        from kerasnmt.export import export_translator  # noqa: PLC0415 (kerasnmt.export imports this module)
 
         return export_translator(self, filepath, sampler=sampler, **options)
 

@@ -32,7 +32,7 @@ The vocabularies and the SentencePiece model are constants of the graph
 needs TensorFlow only; a model that tokenizes with SentencePiece also needs the
 SentencePiece op of TensorFlow Text (`import tensorflow_text`, which stock TF Serving
 links). `assets.extra/tf_serving_warmup_requests` holds a request of every compiled shape,
-which TF Serving runs when it loads the model (`kerasnmt.serving_warmup`).
+which TF Serving runs when it loads the model (`kerasnmt.export.serving_warmup`).
 
 Signatures:
 
@@ -48,10 +48,7 @@ A `source` that is not 1-D (a 2-D batch, a scalar) is an `InvalidArgumentError` 
 the graph, whichever loader runs it.
 """
 
-import glob
 import os
-import shutil
-import tempfile
 
 import keras
 import tensorflow as tf
@@ -67,7 +64,8 @@ from kerasnmt.decoding.widths import (
     source_width_buckets,
 )
 from kerasnmt.decoding import BeamSampler
-from kerasnmt.serving_warmup import warmup_requests, write_warmup_file
+from kerasnmt.export.directories import write_atomically
+from kerasnmt.export.serving_warmup import warmup_requests, write_warmup_file
 
 SERVING_SIGNATURE = "serving_default"
 N_BEST_SIGNATURE = "n_best"
@@ -138,7 +136,7 @@ def export_translator(
             constants): each chunk of sentences is decoded over its shortlist, as
             `Translator.translate(shortlist=...)` does a batch.
         warmup: write TF Serving's warm-up file, a request of every (batch bucket, source
-            width) shape (`kerasnmt.serving_warmup`), so the decodings compile at load.
+            width) shape (`kerasnmt.export.serving_warmup`), so the decodings compile at load.
 
     Returns:
         `path`.
@@ -203,72 +201,8 @@ def _calling(traced):
     return lambda source: traced(source)
 
 
-def write_atomically(write, path):
-    """Calls `write(directory)` on a new temporary directory beside `path`, then renames it
-    to `path`.
-
-    An existing `path` is replaced only once the new directory is complete: a failure at
-    any point (an exception from `write` included) leaves it as it was, and removes the
-    temporary directory. The temporary directories a killed write of the same `path` left
-    (`.NAME.tmp-*`) are removed first.
-
-    Examples:
-        >>> import tempfile
-        >>> path = os.path.join(tempfile.mkdtemp(), "model")
-        >>> def write(directory):
-        ...     with open(os.path.join(directory, "weights"), "w") as file:
-        ...         file.write("1 2 3")
-        >>> write_atomically(write, path)
-        >>> os.listdir(path), sorted(os.listdir(os.path.dirname(path)))
-        (['weights'], ['model'])
-    """
-    path = os.path.abspath(path)
-    parent = os.path.dirname(path)
-    os.makedirs(parent, exist_ok=True)
-    # A killed export of this path left its partial directory: removed (one export of a
-    # path at a time). A `.NAME.old-*` is never removed: it may hold the last complete one.
-    for stale in glob.glob(os.path.join(glob.escape(parent),
-                                        f".{glob.escape(os.path.basename(path))}.tmp-*")):
-        shutil.rmtree(stale, ignore_errors=True)
-    temporary = tempfile.mkdtemp(prefix=f".{os.path.basename(path)}.tmp-", dir=parent)
-    try:
-        write(temporary)
-        if os.path.exists(path):
-            previous = tempfile.mkdtemp(prefix=f".{os.path.basename(path)}.old-", dir=parent)
-            os.rmdir(previous)
-            os.rename(path, previous)
-            try:
-                os.rename(temporary, path)
-            except BaseException:
-                os.rename(previous, path)
-                raise
-            shutil.rmtree(previous, ignore_errors=True)
-        else:
-            os.rename(temporary, path)
-    except BaseException:
-        shutil.rmtree(temporary, ignore_errors=True)
-        raise
-
-
-def next_version_path(base_path):
-    """`base_path/N` for the next TF Serving version number N (1 if there is none).
-
-    Examples:
-        >>> import tempfile
-        >>> base = tempfile.mkdtemp()
-        >>> os.path.basename(next_version_path(base))
-        '1'
-    """
-    versions = [int(name) for name in os.listdir(base_path) if name.isdigit()] if (
-        os.path.isdir(base_path)
-    ) else []
-    return os.path.join(base_path, str(max(versions, default=0) + 1))
-
-
 __all__ = [
     "N_BEST_SIGNATURE",
     "SERVING_SIGNATURE",
     "export_translator",
-    "next_version_path",
-    "write_atomically",
 ]

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from kerasnmt.ctranslate2_export import (
+from kerasnmt.export.ctranslate2 import (
     OPTIONS_FILE,
     SENTENCEPIECE_FILES,
     export_ctranslate2,
@@ -40,7 +40,7 @@ from tests.models.translator_fixtures import SPECIALS, corpus, tiny_translator
 # Long tests (training, exports, decoding): run first (tests/conftest.py).
 pytestmark = pytest.mark.heavy(151)
 
-REPOSITORY = pathlib.Path(__file__).resolve().parents[1]
+REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
 QUICKSTART_DATA = REPOSITORY / "examples" / "quickstart" / "data"
 MAX_LENGTH = 30
 LENGTH_PENALTY = 0.6

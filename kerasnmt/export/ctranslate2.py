@@ -67,7 +67,7 @@ from kerasnmt.data.vocabulary import (
     START_OF_SENTENCE_TOKEN,
     UNKNOWN_TOKEN,
 )
-from kerasnmt.export import write_atomically
+from kerasnmt.export.directories import write_atomically
 from kerasnmt.decoding.widths import (
     DEFAULT_LENGTH_OFFSET,
     DEFAULT_LENGTH_RATIO,

@@ -40,14 +40,14 @@ from kerasnmt.layers import (
     WhitespaceTokenizer,
 )
 from kerasnmt.models import Translator
-from kerasnmt.serving_warmup import WARMUP_FILE, warm_up
+from kerasnmt.export.serving_warmup import WARMUP_FILE, warm_up
 from tests.models.translator_fixtures import tiny_translator
 from tests.saved_model_process import run_all_without_keras
 
 # Long tests (training, exports, decoding): run first (tests/conftest.py).
 pytestmark = pytest.mark.heavy(186)
 
-REPOSITORY = pathlib.Path(__file__).resolve().parents[1]
+REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
 QUICKSTART_DATA = REPOSITORY / "examples" / "quickstart" / "data"
 MAXIMUM_SOURCE_LENGTH = 12
 SENTENCES = ["a b c", "d e", "h g f e d c b a", "b", "c c a"]
@@ -703,7 +703,7 @@ def test_warm_up_compiles_every_shape_before_the_first_request(whitespace_export
         "import json, os, sys\n"
         f"os.environ['XLA_FLAGS'] = '--xla_dump_to={dump}'\n"
         "import tensorflow as tf\n"
-        "from kerasnmt.serving_warmup import warm_up\n"
+        "from kerasnmt.export.serving_warmup import warm_up\n"
         "def compiled():\n"
         f"    return len({{name.split('.')[0] for name in os.listdir({str(dump)!r})}})\n"
         f"model = tf.saved_model.load({str(path)!r})\n"

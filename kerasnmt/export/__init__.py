@@ -1,0 +1,32 @@
+"""Exports of a trained `Translator`: a SavedModel that translates raw text, with TF
+Serving's warm-up requests (`savedmodel.py`, `serving_warmup.py`), and a CTranslate2 model
+directory (`ctranslate2.py`, `pip install "kerasnmt[ctranslate2]"`), each written
+atomically (`directories.py`)."""
+
+from kerasnmt.export.ctranslate2 import export_ctranslate2
+from kerasnmt.export.directories import next_version_path, write_atomically
+from kerasnmt.export.savedmodel import (
+    DEFAULT_BATCH_SIZE_BUCKETS,
+    DEFAULT_MAXIMUM_SOURCE_LENGTH,
+    N_BEST_SIGNATURE,
+    SAVEDMODEL_QUANTIZATIONS,
+    SERVING_SIGNATURE,
+    export_translator,
+    quantize_dense_layers,
+)
+from kerasnmt.export.serving_warmup import WARMUP_FILE, warm_up
+
+__all__ = [
+    "DEFAULT_BATCH_SIZE_BUCKETS",
+    "DEFAULT_MAXIMUM_SOURCE_LENGTH",
+    "N_BEST_SIGNATURE",
+    "SAVEDMODEL_QUANTIZATIONS",
+    "SERVING_SIGNATURE",
+    "WARMUP_FILE",
+    "export_ctranslate2",
+    "export_translator",
+    "next_version_path",
+    "quantize_dense_layers",
+    "warm_up",
+    "write_atomically",
+]
