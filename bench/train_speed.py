@@ -123,7 +123,7 @@ def main():
     translator.compile(jit_compile=arguments.jit_compile)
     print(
         f"model: {translator.count_params():,} parameters, vocabulary "
-        f"{translator.target_vocabulary_size}, jit_compile={translator.jit_compile}, "
+        f"{translator.backbone.target_vocabulary_size}, jit_compile={translator.jit_compile}, "
         f"dtype policy {translator.dtype_policy.name}"
     )
 
@@ -154,7 +154,7 @@ def main():
             times.append(now - started)
             source_tokens += int(tf.reduce_sum(x["source_length"]))
             target_tokens += int(tf.reduce_sum(y["length"]))  # tokens + </s>
-            flops += step_flops(x, y, arguments, translator.target_vocabulary_size)
+            flops += step_flops(x, y, arguments, translator.backbone.target_vocabulary_size)
         elif step == arguments.warmup_steps - 1:
             print(f"warmup: {arguments.warmup_steps} steps in {now - warmup_started:.1f} s")
         started = now

@@ -1,16 +1,12 @@
-"""Decoding a Transformer translator with a `BeamSampler`: its step function (beam caches
+"""Decoding a `TransformerBackbone` with a `BeamSampler`: its step function (beam caches
 that stay in place, per-example state) and `decode`, ids in, ids out, which every
 translation path calls (`decode_function`, `TranslateFunction`, `Translator.translate`).
 
 Example:
-    >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
-    >>> from kerasnmt.models import Translator
-    >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
-    >>> preprocessor = TranslationPreprocessor(
-    ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary)
-    >>> translator = Translator(preprocessor, num_layers=1, num_units=8, num_heads=2,
-    ...                         ffn_inner_dim=16)
-    >>> outputs = decode(translator, tf.constant([[3, 4], [4, 0]]), tf.constant([2, 1]),
+    >>> from kerasnmt.models import TransformerBackbone
+    >>> backbone = TransformerBackbone(6, 6, num_layers=1, num_units=8, num_heads=2,
+    ...                                ffn_inner_dim=16)
+    >>> outputs = decode(backbone, tf.constant([[3, 4], [4, 0]]), tf.constant([2, 1]),
     ...                  BeamSampler(beam_size=2, n_best=2, max_length=5))
     >>> outputs["ids"].shape[:2], outputs["scores"].shape  # [B, n_best, T], [B, n_best]
     (TensorShape([2, 2]), TensorShape([2, 2]))
@@ -35,7 +31,7 @@ from kerasnmt.decoding.widths import (
 LOGITS_CHUNK = 64
 
 
-def decode(translator, source_ids, source_length, sampler, length_ratio=DEFAULT_LENGTH_RATIO,
+def decode(backbone, source_ids, source_length, sampler, length_ratio=DEFAULT_LENGTH_RATIO,
            length_offset=DEFAULT_LENGTH_OFFSET, shortlist_ids=None, num_slots=None,
            num_examples=None, alignment=True):
     """Translates source ids into target ids with a `BeamSampler` (numbers only, no text).
@@ -78,7 +74,7 @@ def decode(translator, source_ids, source_length, sampler, length_ratio=DEFAULT_
     sentences longest first, so that the last steps decode short ones.
 
     Args:
-        translator: a `kerasnmt.Translator`.
+        backbone: a `kerasnmt.models.TransformerBackbone`.
         source_ids: int `[B, S]` source ids, padded with 0.
         source_length: int `[B]` source lengths.
         sampler: a `kerasnmt.decoding.BeamSampler`.
@@ -105,7 +101,7 @@ def decode(translator, source_ids, source_length, sampler, length_ratio=DEFAULT_
     limits = decoding_length_limit(source_length, sampler, length_ratio, length_offset)
     if source_ids.shape[1] is not None:
         steps = decoding_steps(source_ids.shape[1], sampler, length_ratio, length_offset)
-        return _decode_steps(translator, source_ids, source_length, sampler, limits, steps,
+        return _decode_steps(backbone, source_ids, source_length, sampler, limits, steps,
                              shortlist_ids, num_slots, num_examples, alignment)
     # A width unknown when tracing (e.g. a SavedModel signature): one branch per width
     # of the ladder, each with its own static number of steps, and max_length beyond.
@@ -115,14 +111,14 @@ def decode(translator, source_ids, source_length, sampler, length_ratio=DEFAULT_
     ]
     branches = [
         functools.partial(
-            _decode_steps, translator, source_ids, source_length, sampler, limits,
+            _decode_steps, backbone, source_ids, source_length, sampler, limits,
             decoding_steps(width, sampler, length_ratio, length_offset), shortlist_ids,
             num_slots, num_examples, alignment,
         )
         for width in widths
     ]
     branches.append(functools.partial(
-        _decode_steps, translator, source_ids, source_length, sampler, limits, sampler.max_length,
+        _decode_steps, backbone, source_ids, source_length, sampler, limits, sampler.max_length,
         shortlist_ids, num_slots, num_examples, alignment,
     ))
     branch = tf.reduce_sum(tf.cast(tf.shape(source_ids)[1] > tf.constant(widths, tf.int32),
@@ -130,16 +126,16 @@ def decode(translator, source_ids, source_length, sampler, length_ratio=DEFAULT_
     return tf.switch_case(branch, branches)
 
 
-def _decode_steps(translator, source_ids, source_length, sampler, limits, steps, shortlist_ids,
+def _decode_steps(backbone, source_ids, source_length, sampler, limits, steps, shortlist_ids,
                   num_slots=None, num_examples=None, alignment=True):
     """`decode` with caches and buffers of `steps` decoding steps."""
     if steps != sampler.max_length:
         config = dict(sampler.get_config(), max_length=steps)
         config["min_length"] = min(sampler.min_length, steps)
         sampler = BeamSampler.from_config(config)
-    encoder_outputs, padding_mask = translator.encode(source_ids, source_length, training=False)
+    encoder_outputs, padding_mask = backbone.encode(source_ids, source_length, training=False)
     step_fn, initial_state, unordered_state = beam_history_step_function(
-        translator, encoder_outputs, padding_mask, limits, sampler.beam_size, steps, LOGITS_CHUNK,
+        backbone, encoder_outputs, padding_mask, limits, sampler.beam_size, steps, LOGITS_CHUNK,
         shortlist_ids, num_slots,
     )
     attention_size = padding_mask.shape[1] or tf.shape(padding_mask)[1]
@@ -157,13 +153,13 @@ def _decode_steps(translator, source_ids, source_length, sampler, limits, steps,
     )
     if shortlist_ids is not None:  # shortlist positions -> target ids (0 pads stay 0)
         outputs["ids"] = tf.gather(tf.maximum(shortlist_ids, 0), outputs["ids"])
-    if translator.source_eos and "alignment" in outputs:
+    if backbone.source_eos and "alignment" in outputs:
         outputs["alignment"] = _token_attention(outputs["alignment"], source_length)
     return outputs
 
 
 def beam_history_step_function(
-    translator, encoder_outputs, source_padding_mask, length_limits, beam_size, max_length,
+    backbone, encoder_outputs, source_padding_mask, length_limits, beam_size, max_length,
     vocabulary_multiple, shortlist_ids=None, num_slots=None,
 ):
     """The step function `decode` gives a `BeamSampler(unordered_state=...)`, and its
@@ -193,10 +189,10 @@ def beam_history_step_function(
     Returns:
         `(step_fn, initial_state, unordered_state)`.
     """
-    kernel, bias = translator.output_projection(vocabulary_multiple)
+    kernel, bias = backbone.output_projection(vocabulary_multiple)
     if shortlist_ids is not None:
         kernel, bias = _shortlist_projection(kernel, bias, shortlist_ids, vocabulary_multiple)
-    caches = translator.decoder.initial_cache(encoder_outputs, max_length, beam_size=beam_size)
+    caches = backbone.decoder.initial_cache(encoder_outputs, max_length, beam_size=beam_size)
 
     def keys_and_values(caches):  # the beam caches without their history
         return [{key: c["self_attention"][key] for key in ("keys", "values")} for c in caches]
@@ -233,11 +229,11 @@ def beam_history_step_function(
             {"self_attention": dict(kv, history=history), "cross_attention": memory}
             for kv, memory in zip(unordered["self_attention"], inputs["memory"])
         ]
-        outputs, attention, cache = translator.decoder.decode_step(
-            translator.target_embedding(tf.cast(ids, tf.int32)), step, cache,
+        outputs, attention, cache = backbone.decoder.decode_step(
+            backbone.target_embedding(tf.cast(ids, tf.int32)), step, cache,
             inputs["source_padding_mask"],
         )
-        logits = translator.projected_logits(outputs, kernel, bias)
+        logits = backbone.projected_logits(outputs, kernel, bias)
         history = cache[0]["self_attention"]["history"]
         if once_per_example:
             logits, attention = (tf.repeat(t, beam_size, axis=0) for t in (logits, attention))

@@ -42,8 +42,11 @@ def float32_translator(translator):
             f"{translator.name}: its dtype policy is {translator.dtype_policy.name} and "
             f"layers {quantized[:3]} are quantized: quantize a float32 copy instead "
             f"(float32_translator(model).quantize(...)) to decode or export it")
+    backbone = translator.backbone
     config = translator.get_config()
-    config.update(preprocessor=translator.preprocessor, dtype="float32")
+    config.update(
+        preprocessor=translator.preprocessor, dtype="float32",
+        backbone=type(backbone).from_config(dict(backbone.get_config(), dtype="float32")))
     copy = type(translator)(**config)
     copy.set_weights(translator.get_weights())
     return copy

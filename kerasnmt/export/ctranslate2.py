@@ -144,7 +144,7 @@ def export_ctranslate2(
             "sampling_topk": sampler.top_k,
             "sampling_temperature": sampler.temperature,
             # CTranslate2 adds </s> (add_source_eos) before it cuts to this length.
-            "max_input_length": maximum_source_length + translator.source_eos,
+            "max_input_length": maximum_source_length + translator.backbone.source_eos,
             "max_decoding_length": sampler.max_length,
             "min_decoding_length": sampler.min_length,
             "replace_unknowns": replace_unknown_target,
@@ -217,7 +217,8 @@ def transformer_spec(translator):
     except ImportError as error:
         raise ImportError("exporting to CTranslate2 needs the ctranslate2 package: "
                           "pip install 'kerasnmt[ctranslate2]'") from error
-    activation = keras.activations.serialize(translator.ffn_activation)
+    network = translator.backbone
+    activation = keras.activations.serialize(network.ffn_activation)
     problems = []
     if not isinstance(activation, str) or activation not in _ACTIVATIONS:
         problems.append(f"ffn_activation {activation!r} (CTranslate2's feed-forward "
@@ -239,40 +240,40 @@ def transformer_spec(translator):
     if problems:
         raise ValueError("cannot export to CTranslate2: " + "; ".join(problems))
 
-    encoder, decoder = translator.encoder, translator.decoder
+    encoder, decoder = network.encoder, network.decoder
     spec = TransformerSpec.from_config(
         (encoder.num_layers, decoder.num_layers),
-        translator.num_heads,
-        with_relative_position=translator.maximum_relative_position is not None,
-        pre_norm=translator.pre_norm,
+        network.num_heads,
+        with_relative_position=network.maximum_relative_position is not None,
+        pre_norm=network.pre_norm,
         activation=getattr(common_spec.Activation, _ACTIVATIONS[activation]),
     )
     spec.config.layer_norm_epsilon = encoder.layer_0.ffn_norm.epsilon
-    spec.config.add_source_eos = translator.source_eos
+    spec.config.add_source_eos = network.source_eos
     for side, tokens in vocabularies.items():
         getattr(spec, f"register_{side}_vocabulary")(list(tokens) + [UNKNOWN_TOKEN])
 
-    spec.encoder.embeddings[0].weight = _value(translator.source_embedding.embeddings)
+    spec.encoder.embeddings[0].weight = _value(network.source_embedding.embeddings)
     for layer_spec, layer in zip(spec.encoder.layer, encoder.transformer_layers):
         _set_attention(layer_spec.self_attention, layer.self_attention,
                        layer.self_attention_norm, self_attention=True)
         _set_feed_forward(layer_spec.ffn, layer)
-    spec.decoder.embeddings.weight = _value(translator.target_embedding.embeddings)
+    spec.decoder.embeddings.weight = _value(network.target_embedding.embeddings)
     for layer_spec, layer in zip(spec.decoder.layer, decoder.transformer_layers):
         _set_attention(layer_spec.self_attention, layer.self_attention,
                        layer.self_attention_norm, self_attention=True)
         _set_attention(layer_spec.attention, layer.cross_attention,
                        layer.cross_attention_norm, self_attention=False)
         _set_feed_forward(layer_spec.ffn, layer)
-    if translator.pre_norm:
+    if network.pre_norm:
         _set_layer_norm(spec.encoder.layer_norm, encoder.output_norm)
         _set_layer_norm(spec.decoder.layer_norm, decoder.output_norm)
-    if translator.output_layer is None:
-        spec.decoder.projection.weight = _value(translator.target_embedding.embeddings)
-        if translator.output_bias is not None:
-            spec.decoder.projection.bias = _value(translator.output_bias)
+    if network.output_layer is None:
+        spec.decoder.projection.weight = _value(network.target_embedding.embeddings)
+        if network.output_bias is not None:
+            spec.decoder.projection.bias = _value(network.output_bias)
     else:
-        _set_linear(spec.decoder.projection, translator.output_layer)
+        _set_linear(spec.decoder.projection, network.output_layer)
     spec.validate()
     return spec
 

@@ -46,6 +46,22 @@ Signatures:
 
 A `source` that is not 1-D (a 2-D batch, a scalar) is an `InvalidArgumentError` raised by
 the graph, whichever loader runs it.
+
+Example:
+    >>> import tempfile
+    >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
+    >>> from kerasnmt.models import Translator
+    >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
+    >>> translator = Translator(
+    ...     TranslationPreprocessor(WhitespaceTokenizer(), WhitespaceTokenizer(),
+    ...                             vocabulary, vocabulary),
+    ...     num_layers=1, num_units=8, num_heads=2, ffn_inner_dim=8)
+    >>> path = export_translator(translator, os.path.join(tempfile.mkdtemp(), "1"),
+    ...                          maximum_source_length=8, batch_size_buckets=(2,),
+    ...                          jit_compile=False, warmup=False)
+    >>> serving = tf.saved_model.load(path).signatures[SERVING_SIGNATURE]
+    >>> sorted(serving(source=tf.constant(["a b", "b"])))
+    ['score', 'translation']
 """
 
 import os

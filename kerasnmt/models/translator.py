@@ -6,18 +6,14 @@ import keras
 import tensorflow as tf
 
 from kerasnmt.data.string_arrays import string_array
-from kerasnmt.data.vocabulary import END_OF_SENTENCE_ID
 from kerasnmt.decoding.decode import decode
-from kerasnmt.decoding.search.scoring import EXCLUDED_LOGIT, with_columns
 from kerasnmt.decoding.translate import forget_translate_functions, translate
 from kerasnmt.decoding.widths import (
     DEFAULT_LENGTH_OFFSET,
     DEFAULT_LENGTH_RATIO,
     DEFAULT_MAXIMUM_SOURCE_LENGTH,
 )
-from kerasnmt.layers.relative_multi_head_attention import RelativeMultiHeadAttention
-from kerasnmt.layers.transformer_decoder import TransformerDecoder
-from kerasnmt.layers.transformer_encoder import TransformerEncoder
+from kerasnmt.models.transformer_backbone import ARCHITECTURE_ARGUMENTS, TransformerBackbone
 from kerasnmt.training.losses import (
     GUIDED_ALIGNMENT_TYPES,
     cross_entropy_sequence_loss,
@@ -27,37 +23,6 @@ from kerasnmt.training import fitting
 from kerasnmt.training.fused_adam import FusedAdam
 from kerasnmt.training.noam_decay import NoamDecay
 from kerasnmt.training.perplexity import Perplexity
-
-# OpenNMT-tf's embeddings sharing levels (`EmbeddingsSharingLevel`), by name and number.
-SHARE_EMBEDDINGS = ("none", "source_target_input", "target", "all")
-# How embeddings are initialized: OpenNMT-tf's Glorot uniform, or N(0, num_units ** -0.5)
-# as fairseq and Tensor2Tensor draw them (unit variance once scaled by sqrt(num_units)).
-EMBEDDINGS_INITIALIZERS = ("glorot_uniform", "scaled_normal")
-
-
-def _sharing_level(share_embeddings):
-    if isinstance(share_embeddings, int) and 0 <= share_embeddings < len(SHARE_EMBEDDINGS):
-        return SHARE_EMBEDDINGS[share_embeddings]
-    if share_embeddings in SHARE_EMBEDDINGS:
-        return share_embeddings
-    raise ValueError(
-        f"Translator: share_embeddings must be one of {SHARE_EMBEDDINGS} (or 0-3), "
-        f"got {share_embeddings!r}"
-    )
-
-
-def _embeddings_initializer(name, num_units):
-    """A new initializer for one embedding table (a Keras initializer object draws its seed
-    when it is made: one object for two tables would give them the same values)."""
-    if name == "glorot_uniform":
-        return name
-    if name == "scaled_normal":
-        return keras.initializers.RandomNormal(stddev=num_units**-0.5)
-    raise ValueError(
-        f"Translator: embeddings_initializer must be one of {EMBEDDINGS_INITIALIZERS}, "
-        f"got {name!r}"
-    )
-
 
 def _multi_worker_logs(logs):
     """A step's logs as Keras can reduce them across workers: with several workers it
@@ -83,11 +48,12 @@ class Translator(keras.Model):
     `(features, labels)` from the kerasnmt data pipeline (text files or TFRecord shards)
     are accepted too.
 
-    Architecture: source and target embeddings (shared per `share_embeddings`), a
-    `TransformerEncoder`, a `TransformerDecoder` and a projection to target vocabulary logits
-    (the transposed target embeddings when shared). With `maximum_relative_position` the
-    self-attention uses relative position representations; with `None`, sinusoidal
-    absolute positions.
+    Network: a `TransformerBackbone` (`backbone`), built from the architecture arguments
+    below and the preprocessor's vocabulary sizes, or given. Its layers are also this
+    model's attributes (`source_embedding`, `target_embedding`, `encoder`, `decoder`,
+    `output_layer`, `output_bias`), under which checkpoints and `.keras` files have stored
+    them since kerasnmt 0.1.0: the backbone itself is kept out of Keras' and TensorFlow's
+    tracking so that those files keep their layout, old and new alike.
 
     Loss: OpenNMT-tf's. The label-smoothed cross-entropy is summed over the target tokens
     (padding masked); when the labels carry an alignment and `guided_alignment_type` is
@@ -103,39 +69,18 @@ class Translator(keras.Model):
     Args:
         preprocessor: a `kerasnmt.layers.TranslationPreprocessor`; its vocabularies set the
             embedding sizes (`len(vocabulary) + 1` ids).
-        num_layers: layers of the encoder and the decoder, or an `(encoder, decoder)` pair.
-        num_units: model dimension.
-        num_heads: attention heads.
-        ffn_inner_dim: inner size of the feed-forward networks.
-        dropout: dropout on embeddings and sublayer outputs.
-        attention_dropout: dropout on attention weights.
-        ffn_dropout: dropout on feed-forward activations.
-        ffn_activation: feed-forward activation.
-        maximum_relative_position: relative position clipping distance, or `None` for
-            sinusoidal absolute positions.
-        pre_norm: pre-norm (True) or post-norm Transformer layers.
-        embeddings_initializer: `"glorot_uniform"` (OpenNMT-tf's) or `"scaled_normal"`,
-            `N(0, num_units ** -0.5)` as fairseq and Tensor2Tensor draw embeddings: once
-            scaled by `sqrt(num_units)`, their entries have unit variance, like the
-            sinusoidal position encodings added to them, where Glorot's are about
-            `sqrt(2 * num_units / (V + num_units))` (0.18 for 128 units and 8k ids).
-        share_embeddings: `"none"`, `"source_target_input"` (source and target input
-            embeddings), `"target"` (target input embeddings and output projection) or
-            `"all"`; OpenNMT-tf's levels 0-3 are accepted. Sharing the source embeddings
-            needs identical source and target vocabularies.
+        backbone: a `TransformerBackbone` of those sizes; default: one built from the
+            architecture arguments among `**kwargs`.
         label_smoothing: label smoothing of the training loss.
         guided_alignment_type: `None`, `"ce"` or `"mse"`.
         guided_alignment_weight: the weight of the guided alignment cost.
-        source_eos: the encoder reads `</s>` after each source's tokens, as fairseq's
-            sources end (CTranslate2's `add_source_eos`). It is added inside the model, so
-            the preprocessing and the source lengths are the same either way; `call`
-            (and so the guided alignment cost) and the step function attend over the
-            `S + 1` positions, and `decode` returns alignments over the `S` tokens.
-        use_output_bias: whether the output projection has a bias (fairseq's has none).
-        query_key_value_init_gain: the gain of the Glorot-uniform draw of the attention
-            query, key and value kernels; fairseq's `1 / sqrt(2)` (0.7071) gives separate
-            projections the scale of one fused `[D, 3D]` kernel.
-        **kwargs: passed to `keras.Model` (e.g. `name`, `dtype="mixed_bfloat16"`).
+        **kwargs: without `backbone`, the architecture arguments of `TransformerBackbone`
+            (`num_layers`, `num_units`, `num_heads`, `ffn_inner_dim`, `dropout`,
+            `maximum_relative_position`, `share_embeddings`, `source_eos`, ...); and
+            `keras.Model`'s (e.g. `name`, `dtype="mixed_bfloat16"`). Sharing the source
+            embeddings needs identical source and target vocabularies. With `source_eos`
+            the guided alignment cost attends over the `S + 1` positions, and `decode`
+            returns alignments over the `S` tokens.
 
     Examples:
         >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
@@ -166,31 +111,14 @@ class Translator(keras.Model):
     def __init__(
         self,
         preprocessor,
-        num_layers=6,
-        num_units=512,
-        num_heads=8,
-        ffn_inner_dim=2048,
-        dropout=0.1,
-        attention_dropout=0.1,
-        ffn_dropout=0.1,
-        ffn_activation="relu",
-        maximum_relative_position=None,
-        pre_norm=True,
-        share_embeddings="none",
-        embeddings_initializer="glorot_uniform",
+        backbone=None,
         label_smoothing=0.1,
         guided_alignment_type=None,
         guided_alignment_weight=1.0,
-        source_eos=False,
-        use_output_bias=True,
-        query_key_value_init_gain=1.0,
         **kwargs,
     ):
+        architecture = {key: kwargs.pop(key) for key in ARCHITECTURE_ARGUMENTS if key in kwargs}
         super().__init__(**kwargs)
-        if isinstance(num_layers, int):
-            num_encoder_layers = num_decoder_layers = num_layers
-        else:
-            num_encoder_layers, num_decoder_layers = num_layers
         if guided_alignment_type is not None and guided_alignment_type not in GUIDED_ALIGNMENT_TYPES:
             raise ValueError(
                 f"Translator: guided_alignment_type must be None or one of "
@@ -199,194 +127,67 @@ class Translator(keras.Model):
         # Not tracked as a sublayer: it runs in tf.data, never in the model's step, and its
         # string layers would make Keras refuse `jit_compile=True` for the whole model.
         object.__setattr__(self, "_preprocessor", preprocessor)
-        self.num_layers = num_layers if isinstance(num_layers, int) else list(num_layers)
-        self.num_units = num_units
-        self.num_heads = num_heads
-        self.ffn_inner_dim = ffn_inner_dim
-        self.dropout = dropout
-        self.attention_dropout = attention_dropout
-        self.ffn_dropout = ffn_dropout
-        self.ffn_activation = keras.activations.get(ffn_activation)
-        self.maximum_relative_position = maximum_relative_position
-        self.pre_norm = pre_norm
-        self.share_embeddings = _sharing_level(share_embeddings)
-        self.embeddings_initializer = embeddings_initializer
-        _embeddings_initializer(embeddings_initializer, num_units)  # checks the name first
         self.label_smoothing = label_smoothing
         self.guided_alignment_type = guided_alignment_type
         self.guided_alignment_weight = guided_alignment_weight
-        self.source_eos = bool(source_eos)
-        self.use_output_bias = bool(use_output_bias)
-        self.query_key_value_init_gain = float(query_key_value_init_gain)
-
-        self.source_vocabulary_size = preprocessor.source_lookup.vocabulary_size
-        self.target_vocabulary_size = preprocessor.target_lookup.vocabulary_size
-        if self.share_embeddings in ("source_target_input", "all") and list(
+        sizes = (preprocessor.source_lookup.vocabulary_size,
+                 preprocessor.target_lookup.vocabulary_size)
+        if backbone is None:
+            backbone = TransformerBackbone(*sizes, dtype=self.dtype_policy, **architecture)
+        elif architecture:
+            raise ValueError(f"Translator: give a backbone or its architecture arguments, "
+                             f"not both (got {', '.join(architecture)})")
+        elif (backbone.source_vocabulary_size, backbone.target_vocabulary_size) != sizes:
+            raise ValueError(
+                f"Translator: the backbone's vocabulary sizes "
+                f"{(backbone.source_vocabulary_size, backbone.target_vocabulary_size)} are "
+                f"not the preprocessor's {sizes}"
+            )
+        if backbone.share_embeddings in ("source_target_input", "all") and list(
             preprocessor.source_vocabulary
         ) != list(preprocessor.target_vocabulary):
             raise ValueError(
-                f"Translator: share_embeddings={self.share_embeddings!r} needs identical source "
-                f"and target vocabularies, got {self.source_vocabulary_size - 1} source and "
-                f"{self.target_vocabulary_size - 1} target tokens that differ"
+                f"Translator: share_embeddings={backbone.share_embeddings!r} needs identical "
+                f"source and target vocabularies, got {sizes[0] - 1} source and "
+                f"{sizes[1] - 1} target tokens that differ"
             )
-
-        policy = self.dtype_policy
-        stack_arguments = dict(
-            num_units=num_units,
-            num_heads=num_heads,
-            ffn_inner_dim=ffn_inner_dim,
-            dropout=dropout,
-            attention_dropout=attention_dropout,
-            ffn_dropout=ffn_dropout,
-            ffn_activation=self.ffn_activation,
-            maximum_relative_position=maximum_relative_position,
-            pre_norm=pre_norm,
-            dtype=policy,
-        )
-        self.source_embedding = keras.layers.Embedding(
-            self.source_vocabulary_size,
-            num_units,
-            embeddings_initializer=_embeddings_initializer(embeddings_initializer, num_units),
-            dtype=policy,
-            name="source_embedding",
-        )
-        if self.share_embeddings in ("source_target_input", "all"):
-            self.target_embedding = self.source_embedding
-        else:
-            self.target_embedding = keras.layers.Embedding(
-                self.target_vocabulary_size,
-                num_units,
-                embeddings_initializer=_embeddings_initializer(embeddings_initializer, num_units),
-                dtype=policy,
-                name="target_embedding",
-            )
-        self.encoder = TransformerEncoder(num_encoder_layers, name="encoder", **stack_arguments)
-        self.decoder = TransformerDecoder(num_decoder_layers, name="decoder", **stack_arguments)
-        self.output_layer = None
-        if self.share_embeddings not in ("target", "all"):
-            self.output_layer = keras.layers.Dense(
-                self.target_vocabulary_size, use_bias=self.use_output_bias, dtype=policy,
-                name="output_layer",
-            )
+        # Untracked, its layers tracked here under the names files have used since 0.1.0
+        # (see the class docstring); the order is theirs too (optimizer slots follow it).
+        object.__setattr__(self, "_backbone", backbone)
+        if backbone.output_bias is not None:
+            self.output_bias = backbone.output_bias
+        self.source_embedding = backbone.source_embedding
+        self.target_embedding = backbone.target_embedding
+        self.encoder = backbone.encoder
+        self.decoder = backbone.decoder
+        self.output_layer = backbone.output_layer
         self.accuracy_metric = keras.metrics.Mean(name="accuracy")
         self.perplexity_metric = Perplexity(name="perplexity")
-        # Built here, so that a reloaded model has its weights before any call (its inputs
-        # in fit are strings, which Keras cannot build a model from).
-        self.build(None)
-        if self.query_key_value_init_gain != 1.0:
-            self._draw_query_key_value_kernels()
+        self.built = True
+
+    @property
+    def backbone(self):
+        """The `TransformerBackbone`: the network, ids in, logits out."""
+        return self._backbone
+
+    def __dir__(self):
+        # Keras' `.keras` saving walks `dir()`: without the backbone, it finds the backbone's
+        # layers and output bias under this model's own names, the layout since 0.1.0.
+        return [name for name in super().__dir__() if name not in ("backbone", "_backbone")]
 
     @property
     def preprocessor(self):
         """The `TranslationPreprocessor` (text to ids, ids to text) of this model."""
         return self._preprocessor
 
-    def build(self, input_shape):
-        self.source_embedding.build((None, None))
-        self.target_embedding.build((None, None))
-        self.encoder.build((None, None, self.num_units))
-        self.decoder.build((None, None, self.num_units))
-        if self.output_layer is None:
-            self.output_bias = self.add_weight(
-                name="output_bias", shape=(self.target_vocabulary_size,), initializer="zeros"
-            ) if self.use_output_bias else None
-        else:
-            self.output_layer.build((None, None, self.num_units))
-        self.built = True
-
-    def _draw_query_key_value_kernels(self):
-        """Draws every attention's query, key and value kernels again from Glorot's uniform
-        distribution scaled by `query_key_value_init_gain` (fairseq's `1 / sqrt(2)`)."""
-        initializer = keras.initializers.VarianceScaling(
-            self.query_key_value_init_gain**2, mode="fan_avg", distribution="uniform")
-        for layer in self._flatten_layers():
-            if isinstance(layer, RelativeMultiHeadAttention):
-                for dense in (layer.query_dense, layer.key_dense, layer.value_dense):
-                    dense.kernel.assign(initializer(dense.kernel.shape, dense.kernel.dtype))
-
-    # Forward pass.
-
-    def encode(self, source_ids, source_length, training=None):
-        """Encodes source ids `[B, S]` of lengths `[B]`.
-
-        Returns:
-            `(encoder_outputs [B, S', D], source_padding_mask [B, S'])`: `S' = S + 1` with
-            `source_eos` (`</s>` after each source's tokens), else `S`.
-        """
-        source_ids = tf.cast(source_ids, tf.int32)
-        if self.source_eos:
-            source_ids, source_length = _end_marked(source_ids, source_length)
-        padding_mask = tf.sequence_mask(source_length, tf.shape(source_ids)[1])
-        outputs = self.encoder(
-            self.source_embedding(source_ids), padding_mask=padding_mask, training=training
-        )
-        return outputs, padding_mask
-
-    def output_projection(self, vocabulary_multiple=1):
-        """The output layer as `(kernel [D, V'], bias [V'] or None)`, `V` rounded up to a
-        multiple of `vocabulary_multiple` (added columns: zero kernel, -1e9 bias);
-        `projected_logits` computes the logits."""
-        if self.output_layer is not None:
-            kernel, bias = _float_kernel(self.output_layer), self.output_layer.bias
-        else:
-            kernel, bias = tf.transpose(self.target_embedding.embeddings), self.output_bias
-        padding = -self.target_vocabulary_size % vocabulary_multiple
-        if padding:
-            kernel = tf.pad(kernel, [[0, 0], [0, padding]])
-            if bias is not None:
-                bias = tf.pad(bias, [[0, padding]], constant_values=EXCLUDED_LOGIT)
-        return kernel, bias
-
-    def projected_logits(self, outputs, kernel, bias):
-        """The float32 logits `[rows, V']` of decoder outputs `[rows, D]` through
-        `output_projection`'s `(kernel, bias)`. Without a bias, the added columns (exactly
-        0) get -1e9 by an update of those columns only (in place under XLA), not by a bias
-        added to every logit."""
-        logits = tf.matmul(outputs, tf.cast(kernel, outputs.dtype))
-        if bias is not None:
-            return tf.cast(logits + tf.cast(bias, outputs.dtype), tf.float32)
-        logits = tf.cast(logits, tf.float32)
-        vocabulary_size, width = self.target_vocabulary_size, logits.shape[-1]
-        if width == vocabulary_size:
-            return logits
-        added = tf.range(vocabulary_size, width)
-        return with_columns(logits, added,
-                            tf.fill([tf.shape(logits)[0], width - vocabulary_size],
-                                    EXCLUDED_LOGIT))
-
-    def _logits(self, decoder_outputs):
-        if self.output_layer is not None:
-            return self.output_layer(decoder_outputs)
-        embeddings = tf.cast(self.target_embedding.embeddings, decoder_outputs.dtype)
-        # One [B*T, D] x [D, V] product: a batched matmul of [B, T, D] by the shared [V, D]
-        # broadcasts the matrix, and its gradient builds a [B, V, D] tensor to sum over B
-        # (twice the step time of an unshared output layer).
-        shape = tf.shape(decoder_outputs)
-        logits = tf.matmul(
-            tf.reshape(decoder_outputs, [-1, self.num_units]), embeddings, transpose_b=True
-        )
-        if self.output_bias is not None:
-            logits += tf.cast(self.output_bias, logits.dtype)
-        return tf.reshape(logits, [shape[0], shape[1], self.target_vocabulary_size])
-
     def call(self, inputs, training=None):
-        encoder_outputs, padding_mask = self.encode(
-            inputs["source_ids"], inputs["source_length"], training=training
-        )
-        target_ids = tf.cast(inputs["target_ids"], tf.int32)
-        decoder_outputs, attention = self.decoder(
-            self.target_embedding(target_ids),
-            encoder_outputs,
-            encoder_padding_mask=padding_mask,
-            training=training,
-        )
-        return {"logits": self._logits(decoder_outputs), "attention": attention}
+        return self.backbone(inputs, training=training)
 
     def decode(self, source_ids, source_length, sampler, **options):
         """Translates source ids into target ids with a `BeamSampler`: see
-        `kerasnmt.decoding.decode.decode` (this is `decode(self, source_ids, source_length,
-        sampler, **options)`)."""
-        return decode(self, source_ids, source_length, sampler, **options)
+        `kerasnmt.decoding.decode.decode` (this is `decode(self.backbone, source_ids,
+        source_length, sampler, **options)`)."""
+        return decode(self.backbone, source_ids, source_length, sampler, **options)
 
     def quantized_layers(self):
         """The paths of the layers that `quantize` (`keras.Model.quantize`) quantized."""
@@ -546,7 +347,7 @@ class Translator(keras.Model):
         """
         if optimizer is None:
             optimizer = FusedAdam(
-                NoamDecay(2.0, self.num_units, 8000), beta_1=0.9, beta_2=0.998
+                NoamDecay(2.0, self.backbone.num_units, 8000), beta_1=0.9, beta_2=0.998
             )
         super().compile(optimizer=optimizer, **kwargs)
 
@@ -634,52 +435,22 @@ class Translator(keras.Model):
         config = super().get_config()
         config.update(
             preprocessor=keras.saving.serialize_keras_object(self.preprocessor),
-            num_layers=self.num_layers,
-            num_units=self.num_units,
-            num_heads=self.num_heads,
-            ffn_inner_dim=self.ffn_inner_dim,
-            dropout=self.dropout,
-            attention_dropout=self.attention_dropout,
-            ffn_dropout=self.ffn_dropout,
-            ffn_activation=keras.activations.serialize(self.ffn_activation),
-            maximum_relative_position=self.maximum_relative_position,
-            pre_norm=self.pre_norm,
-            share_embeddings=self.share_embeddings,
-            embeddings_initializer=self.embeddings_initializer,
+            backbone=keras.saving.serialize_keras_object(self.backbone),
             label_smoothing=self.label_smoothing,
             guided_alignment_type=self.guided_alignment_type,
             guided_alignment_weight=self.guided_alignment_weight,
-            source_eos=self.source_eos,
-            use_output_bias=self.use_output_bias,
-            query_key_value_init_gain=self.query_key_value_init_gain,
         )
         return config
 
     @classmethod
     def from_config(cls, config):
+        """The model of `get_config`, or of a config of kerasnmt 0.1.0 (the architecture
+        arguments in place of `backbone`)."""
         config = dict(config)
         config["preprocessor"] = keras.saving.deserialize_keras_object(config["preprocessor"])
+        if "backbone" in config:
+            config["backbone"] = keras.saving.deserialize_keras_object(config["backbone"])
         return cls(**config)
-
-
-def _float_kernel(dense):
-    """The kernel of a `Dense` layer in float, Keras' int8 quantization undone (int8 values
-    divided by the scale of their output column, as the layer's own call does)."""
-    if dense.quantization_mode is None:
-        return dense.kernel
-    if dense.quantization_mode != "int8":
-        raise ValueError(f"Translator: the output layer is quantized to "
-                         f"{dense.quantization_mode}; decoding reads int8 or float kernels")
-    return tf.cast(dense._kernel, tf.float32) / dense.kernel_scale
-
-
-def _end_marked(source_ids, source_length):
-    """`[B, S]` source ids -> `[B, S + 1]` with `</s>` after each sentence's tokens, and the
-    lengths counting it."""
-    source_length = tf.cast(source_length, tf.int32)
-    ids = tf.pad(source_ids, [[0, 0], [0, 1]])
-    end = tf.equal(tf.range(tf.shape(ids)[1])[tf.newaxis], source_length[:, tf.newaxis])
-    return tf.where(end, END_OF_SENTENCE_ID, ids), source_length + 1
 
 
 def _fit_alignment(alignment, attention_shape):

@@ -566,7 +566,7 @@ def test_saved_model_cli_runs_it_with_the_session_loader(
 def test_unknown_target_tokens_are_replaced_by_the_most_attended_source_token(tmp_path):
     translator = tiny_translator(seed=5)
     bias = translator.output_layer.bias
-    unknown_id = translator.target_vocabulary_size - 1
+    unknown_id = translator.backbone.target_vocabulary_size - 1
     # The model now prefers the unknown id everywhere but must still stop: </s> second.
     bias.assign(tf.tensor_scatter_nd_update(
         bias, [[unknown_id], [2]], [20.0, 18.0]))

@@ -75,10 +75,10 @@ def test_overfits_twenty_pairs_from_raw_strings():
     assert [d.decode() for d in decoded] == list(targets)
 
     outputs = translator(x)
-    encoder_outputs, mask = translator.encode(x["source_ids"], x["source_length"])
+    encoder_outputs, mask = translator.backbone.encode(x["source_ids"], x["source_length"])
     max_length = int(tf.shape(x["target_ids"])[1])
     step_fn, history, unordered = beam_history_step_function(
-        translator, encoder_outputs, mask, tf.fill([20], max_length), beam_size=1,
+        translator.backbone, encoder_outputs, mask, tf.fill([20], max_length), beam_size=1,
         max_length=max_length, vocabulary_multiple=1)
     state = (history, unordered)
     ids = x["target_ids"][:, 0]
@@ -184,7 +184,7 @@ def test_share_embeddings_levels():
     assert shared.source_embedding is shared.target_embedding and shared.output_layer is None
     x, _ = _model_batch(shared, ["a b"], ["c"])
     decoder_outputs, _ = shared.decoder(
-        shared.target_embedding(x["target_ids"]), *shared.encode(x["source_ids"], x["source_length"])
+        shared.target_embedding(x["target_ids"]), *shared.backbone.encode(x["source_ids"], x["source_length"])
     )
     expected = decoder_outputs.numpy() @ shared.target_embedding.embeddings.numpy().T
     np.testing.assert_allclose(shared(x)["logits"], expected + shared.output_bias.numpy(), atol=1e-5)
@@ -220,7 +220,7 @@ def test_embeddings_initializers():
         assert abs(table.mean()) < 0.01
     assert not np.array_equal(*tables)  # each table its own draw
     restored = Translator.from_config(normal.get_config())
-    assert restored.embeddings_initializer == "scaled_normal"
+    assert restored.backbone.embeddings_initializer == "scaled_normal"
     with pytest.raises(ValueError, match="embeddings_initializer must be one of"):
         tiny_translator(embeddings_initializer="normal")
 
@@ -238,7 +238,7 @@ def test_query_key_value_init_gain_scales_only_those_kernels():
     assert attention.output_dense.kernel.numpy().std() == pytest.approx(math.sqrt(2 / 128),
                                                                       rel=0.05)
     restored = Translator.from_config(translator.get_config())
-    assert restored.query_key_value_init_gain == pytest.approx(gain)
+    assert restored.backbone.query_key_value_init_gain == pytest.approx(gain)
 
 
 def test_without_output_bias_the_logits_are_the_projection_alone():
@@ -250,12 +250,12 @@ def test_without_output_bias_the_logits_are_the_projection_alone():
         x, _ = _model_batch(translator, ["a b"], ["c"])
         decoder_outputs, _ = translator.decoder(
             translator.target_embedding(x["target_ids"]),
-            *translator.encode(x["source_ids"], x["source_length"]))
+            *translator.backbone.encode(x["source_ids"], x["source_length"]))
         kernel = (translator.target_embedding.embeddings.numpy().T if level != "none"
                   else translator.output_layer.kernel.numpy())
         np.testing.assert_allclose(translator(x)["logits"], decoder_outputs.numpy() @ kernel,
                                    atol=1e-5)
-        assert Translator.from_config(translator.get_config()).use_output_bias is False
+        assert Translator.from_config(translator.get_config()).backbone.use_output_bias is False
 
 
 @pytest.mark.parametrize("use_output_bias", [True, False])
@@ -266,10 +266,10 @@ def test_decoding_logits_padded_to_a_multiple_exclude_the_added_ids(use_output_b
     translator = tiny_translator(use_output_bias=use_output_bias)
     x, _ = _model_batch(translator, ["a b", "b"], ["c", "c d"])
     step_fn, history, unordered = beam_history_step_function(
-        translator, *translator.encode(x["source_ids"], x["source_length"]),
+        translator.backbone, *translator.backbone.encode(x["source_ids"], x["source_length"]),
         length_limits=tf.fill([2], 3), beam_size=1, max_length=3, vocabulary_multiple=64)
     logits, _, _ = step_fn(x["target_ids"][:, 0], tf.constant(0), (history, unordered))
-    size = translator.target_vocabulary_size
+    size = translator.backbone.target_vocabulary_size
     assert logits.shape == (2, 64) and size < 64
     np.testing.assert_allclose(logits[:, :size], translator(x)["logits"][:, 0], atol=1e-5)
     np.testing.assert_array_equal(logits[:, size:], -1e9)

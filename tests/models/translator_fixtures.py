@@ -49,5 +49,5 @@ def forbid_outside(translator, allowed):
     """Sets the output bias of every target id not in `allowed` to -1e9."""
     layer = translator.output_layer
     bias = translator.output_bias if layer is None else layer.bias
-    forbidden = ~np.isin(np.arange(translator.target_vocabulary_size), allowed)
+    forbidden = ~np.isin(np.arange(translator.backbone.target_vocabulary_size), allowed)
     bias.assign(np.where(forbidden, -1e9, bias.numpy()))

@@ -1,0 +1,56 @@
+"""The TransformerBackbone: the network a Translator holds, and its config."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from kerasnmt.models import TransformerBackbone, Translator
+from tests.models.translator_fixtures import preprocessor, tiny_translator
+
+TINY = dict(num_layers=1, num_units=8, num_heads=2, ffn_inner_dim=16)
+BATCH = {"source_ids": tf.constant([[3, 4, 5], [6, 0, 0]]),
+         "source_length": tf.constant([3, 1]),
+         "target_ids": tf.constant([[1, 7, 8], [1, 9, 0]])}
+
+
+def test_a_translator_runs_the_backbone_it_is_given():
+    keras.utils.set_random_seed(0)
+    vocabulary_sizes = (len(preprocessor().source_vocabulary) + 1,
+                        len(preprocessor().target_vocabulary) + 1)
+    backbone = TransformerBackbone(*vocabulary_sizes, maximum_relative_position=4, **TINY)
+    translator = Translator(preprocessor(), backbone=backbone)
+    assert translator.backbone is backbone and translator.encoder is backbone.encoder
+    np.testing.assert_array_equal(translator(BATCH)["logits"], backbone(BATCH)["logits"])
+    with pytest.raises(ValueError, match="give a backbone or its architecture arguments, not "
+                                         "both \\(got num_units\\)"):
+        Translator(preprocessor(), backbone=backbone, num_units=8)
+    smaller = TransformerBackbone(5, 5, **TINY)
+    with pytest.raises(ValueError, match=r"vocabulary sizes \(5, 5\) are not the "
+                                         r"preprocessor's \(12, 12\)"):
+        Translator(preprocessor(), backbone=smaller)
+
+
+def test_the_backbone_config_rebuilds_it_and_the_translator_config_holds_it():
+    translator = tiny_translator(share_embeddings="target", source_eos=True)
+    backbone = translator.backbone
+    rebuilt = TransformerBackbone.from_config(backbone.get_config())
+    assert rebuilt.get_config() == backbone.get_config()
+    rebuilt.set_weights(backbone.get_weights())
+    np.testing.assert_allclose(rebuilt(BATCH)["logits"], backbone(BATCH)["logits"], atol=1e-6)
+
+    copy = Translator.from_config(translator.get_config())
+    assert copy.backbone.get_config() == backbone.get_config()
+    assert copy.label_smoothing == translator.label_smoothing
+
+
+def test_the_translator_keeps_the_layout_of_its_files(tmp_path):
+    """Checkpoints and `.keras` files name the network's weights as kerasnmt 0.1.0 did:
+    by the translator's own attributes, not under a `backbone` (tests/test_written_by_0_1_0.py
+    loads files of that version)."""
+    translator = tiny_translator(share_embeddings="target")
+    path = tf.train.Checkpoint(model=translator).write(str(tmp_path / "ckpt"))
+    names = {name for name, _ in tf.train.list_variables(path)}
+    assert "model/output_bias/.ATTRIBUTES/VARIABLE_VALUE" in names
+    assert any(name.startswith("model/encoder/") for name in names)
+    assert not any("backbone" in name for name in names)
