@@ -37,6 +37,11 @@ import yaml
 
 from kerasnmt.decoding.beam_sampler import FINISHED_HYPOTHESES
 from kerasnmt.decoding.search.scoring import LENGTH_NORMALIZATIONS
+from kerasnmt.models.transformer_backbone import (
+    ARCHITECTURE_DEFAULTS,
+    EMBEDDINGS_INITIALIZERS,
+    SHARE_EMBEDDINGS,
+)
 
 
 class ConfigError(ValueError):
@@ -438,66 +443,66 @@ _SCHEMA = {
     },
     "model": {
         "num_layers": _Option(
-            6,
+            ARCHITECTURE_DEFAULTS["num_layers"],
             _Layers(),
             "Number of encoder and decoder layers, or `[encoder_layers, decoder_layers]`.",
         ),
-        "num_units": _Option(512, _Integer(minimum=1), "Model width (embedding size)."),
+        "num_units": _Option(ARCHITECTURE_DEFAULTS["num_units"], _Integer(minimum=1), "Model width (embedding size)."),
         "num_heads": _Option(
-            8, _Integer(minimum=1), "Attention heads; must divide `num_units`."
+            ARCHITECTURE_DEFAULTS["num_heads"], _Integer(minimum=1), "Attention heads; must divide `num_units`."
         ),
         "ffn_inner_dim": _Option(
-            2048, _Integer(minimum=1), "Inner width of the feed-forward sublayers."
+            ARCHITECTURE_DEFAULTS["ffn_inner_dim"], _Integer(minimum=1), "Inner width of the feed-forward sublayers."
         ),
         "dropout": _Option(
-            0.1,
+            ARCHITECTURE_DEFAULTS["dropout"],
             _Number(0, 1, closed=(True, False)),
             "Dropout on the embeddings and on the output of each sublayer.",
         ),
         "attention_dropout": _Option(
-            0.1, _Number(0, 1, closed=(True, False)), "Dropout on the attention weights."
+            ARCHITECTURE_DEFAULTS["attention_dropout"], _Number(0, 1, closed=(True, False)), "Dropout on the attention weights."
         ),
         "ffn_dropout": _Option(
-            0.1,
+            ARCHITECTURE_DEFAULTS["ffn_dropout"],
             _Number(0, 1, closed=(True, False)),
             "Dropout after the activation of the feed-forward sublayers.",
         ),
         "maximum_relative_position": _Option(
-            20,
+            ARCHITECTURE_DEFAULTS["maximum_relative_position"],
             _Integer(minimum=1, nullable=True),
             "Clipping distance `k` of the relative position representations (Shaw et al., "
             "2018) in self-attention; null uses absolute sinusoidal position encodings instead.",
         ),
         "share_embeddings": _Option(
-            "none",
-            _Choice("none", "source_target_input", "target", "all"),
+            ARCHITECTURE_DEFAULTS["share_embeddings"],
+            _Choice(*SHARE_EMBEDDINGS),
             "Which embeddings share one matrix, as OpenNMT-tf's levels: `source_target_input` "
             "(source and target input embeddings), `target` (target input embeddings and "
             "output projection), `all` (all three; needs one joint vocabulary).",
         ),
         "pre_norm": _Option(
-            True,
+            ARCHITECTURE_DEFAULTS["pre_norm"],
             _Boolean(),
             "Layer normalization before each sublayer (true) or after the residual (false).",
         ),
         "embeddings_initializer": _Option(
-            "glorot_uniform",
-            _Choice("glorot_uniform", "scaled_normal"),
+            ARCHITECTURE_DEFAULTS["embeddings_initializer"],
+            _Choice(*EMBEDDINGS_INITIALIZERS),
             "`glorot_uniform` (OpenNMT-tf's) or `scaled_normal`: `N(0, num_units ** -0.5)`, as "
             "fairseq and Tensor2Tensor initialize embeddings (unit variance once scaled by "
             "`sqrt(num_units)`, as the sinusoidal position encodings).",
         ),
         "source_eos": _Option(
-            False,
+            ARCHITECTURE_DEFAULTS["source_eos"],
             _Boolean(),
             "The encoder reads `</s>` after each source's tokens, as fairseq's sources end "
             "(CTranslate2's `add_source_eos`); added inside the model, after preprocessing.",
         ),
         "use_output_bias": _Option(
-            True, _Boolean(), "Whether the output projection has a bias (fairseq's has none)."
+            ARCHITECTURE_DEFAULTS["use_output_bias"], _Boolean(), "Whether the output projection has a bias (fairseq's has none)."
         ),
         "query_key_value_init_gain": _Option(
-            1.0,
+            ARCHITECTURE_DEFAULTS["query_key_value_init_gain"],
             _Number(minimum=0, closed=(False, True)),
             "Gain of the Glorot-uniform initialization of the attention query, key and value "
             "kernels: fairseq's 0.7071 (`1 / sqrt(2)`) gives the separate projections the "

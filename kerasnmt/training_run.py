@@ -48,6 +48,7 @@ from kerasnmt.layers import (
     WhitespaceTokenizer,
 )
 from kerasnmt.models import Translator
+from kerasnmt.models.transformer_backbone import ARCHITECTURE_ARGUMENTS
 from kerasnmt.training import (
     CheckpointCallback,
     FusedAdam,
@@ -137,23 +138,10 @@ def build_translator(config):
         options["dtype"] = policy
     return Translator(
         build_preprocessor(config),
-        num_layers=model["num_layers"],
-        num_units=model["num_units"],
-        num_heads=model["num_heads"],
-        ffn_inner_dim=model["ffn_inner_dim"],
-        dropout=model["dropout"],
-        attention_dropout=model["attention_dropout"],
-        ffn_dropout=model["ffn_dropout"],
-        maximum_relative_position=model["maximum_relative_position"],
-        pre_norm=model["pre_norm"],
-        embeddings_initializer=model["embeddings_initializer"],
-        share_embeddings=model["share_embeddings"],
+        **{key: model[key] for key in ARCHITECTURE_ARGUMENTS if key in model},
         label_smoothing=params["label_smoothing"],
         guided_alignment_type=params["guided_alignment_type"],
         guided_alignment_weight=params["guided_alignment_weight"],
-        source_eos=model["source_eos"],
-        use_output_bias=model["use_output_bias"],
-        query_key_value_init_gain=model["query_key_value_init_gain"],
         **options,
     )
 

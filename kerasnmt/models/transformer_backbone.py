@@ -48,8 +48,8 @@ class TransformerBackbone(keras_hub.models.Backbone):
         attention_dropout: dropout on attention weights.
         ffn_dropout: dropout on feed-forward activations.
         ffn_activation: feed-forward activation.
-        maximum_relative_position: relative position clipping distance, or `None` for
-            sinusoidal absolute positions.
+        maximum_relative_position: relative position clipping distance (20, the
+            configuration's default), or `None` for sinusoidal absolute positions.
         pre_norm: pre-norm (True) or post-norm Transformer layers.
         share_embeddings: `"none"`, `"source_target_input"` (source and target input
             embeddings), `"target"` (target input embeddings and output projection) or
@@ -97,7 +97,7 @@ class TransformerBackbone(keras_hub.models.Backbone):
         attention_dropout=0.1,
         ffn_dropout=0.1,
         ffn_activation="relu",
-        maximum_relative_position=None,
+        maximum_relative_position=20,
         pre_norm=True,
         share_embeddings="none",
         embeddings_initializer="glorot_uniform",
@@ -297,6 +297,12 @@ ARCHITECTURE_ARGUMENTS = tuple(
     name for name in inspect.signature(TransformerBackbone).parameters
     if name not in ("source_vocabulary_size", "target_vocabulary_size", "kwargs")
 )
+# Their defaults, which the configuration's `model` section takes as its own.
+ARCHITECTURE_DEFAULTS = {
+    name: parameter.default
+    for name, parameter in inspect.signature(TransformerBackbone).parameters.items()
+    if name in ARCHITECTURE_ARGUMENTS
+}
 
 
 def architecture_config(backbone):

@@ -425,7 +425,8 @@ def test_unsupported_model_options_are_refused_before_anything_is_written(tmp_pa
     refused = {
         "ffn_activation 'elu'": tiny_translator(ffn_activation="elu"),
         "the target vocabulary holds <unk> as a token of its own \\(line 4\\)": Translator(
-            with_unknown_token, num_layers=1, num_units=8, num_heads=2, ffn_inner_dim=16),
+            with_unknown_token, num_layers=1, num_units=8, num_heads=2, ffn_inner_dim=16,
+            maximum_relative_position=None),
         "layers quantized by Keras": quantized,
     }
     for message, translator in refused.items():

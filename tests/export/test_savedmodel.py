@@ -731,7 +731,8 @@ def test_an_export_that_cannot_be_warmed_up_is_refused(whitespace_export, tmp_pa
     vocabulary = list(SPECIAL_TOKENS)
     empty = Translator(TranslationPreprocessor(WhitespaceTokenizer(), WhitespaceTokenizer(),
                                                vocabulary, vocabulary + ["A"]),
-                       num_layers=1, num_units=8, num_heads=2, ffn_inner_dim=8)
+                       num_layers=1, num_units=8, num_heads=2, ffn_inner_dim=8,
+                       maximum_relative_position=None)
     with pytest.raises(ValueError, match=r"no warm-up sentences: .* sources of \[1, 9\] "
                                          r"tokens .* source width \[8, 12\]"):
         export_translator(empty, tmp_path / "x", maximum_source_length=12)

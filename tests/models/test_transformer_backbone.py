@@ -1,17 +1,32 @@
-"""The TransformerBackbone: the network a Translator holds, and its config."""
+"""The TransformerBackbone: the network a Translator holds, its config and its defaults."""
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from kerasnmt.config import default_config
 from kerasnmt.models import TransformerBackbone, Translator
+from kerasnmt.models.transformer_backbone import ARCHITECTURE_ARGUMENTS, ARCHITECTURE_DEFAULTS
 from tests.models.translator_fixtures import preprocessor, tiny_translator
 
 TINY = dict(num_layers=1, num_units=8, num_heads=2, ffn_inner_dim=16)
 BATCH = {"source_ids": tf.constant([[3, 4, 5], [6, 0, 0]]),
          "source_length": tf.constant([3, 1]),
          "target_ids": tf.constant([[1, 7, 8], [1, 9, 0]])}
+
+
+def test_the_configuration_and_the_python_api_share_each_default():
+    """`model` keys are the backbone's arguments with its defaults, and both default to
+    the card's relative positions (20), not to sinusoidal ones."""
+    model = default_config()["model"]
+    assert set(model) <= set(ARCHITECTURE_ARGUMENTS)
+    assert model == {key: ARCHITECTURE_DEFAULTS[key] for key in model}
+    assert model["maximum_relative_position"] == 20
+    translator = Translator(preprocessor(), **TINY)
+    attention = translator.encoder.layer_0.self_attention
+    assert attention.maximum_relative_position == 20
+    assert attention.relative_position_keys.shape[0] == 2 * 20 + 1
 
 
 def test_a_translator_runs_the_backbone_it_is_given():
@@ -22,8 +37,8 @@ def test_a_translator_runs_the_backbone_it_is_given():
     translator = Translator(preprocessor(), backbone=backbone)
     assert translator.backbone is backbone and translator.encoder is backbone.encoder
     np.testing.assert_array_equal(translator(BATCH)["logits"], backbone(BATCH)["logits"])
-    with pytest.raises(ValueError, match="give a backbone or its architecture arguments, not "
-                                         "both \\(got num_units\\)"):
+    with pytest.raises(ValueError, match=r"give a backbone or its architecture arguments, not "
+                                         r"both \(got num_units\)"):
         Translator(preprocessor(), backbone=backbone, num_units=8)
     smaller = TransformerBackbone(5, 5, **TINY)
     with pytest.raises(ValueError, match=r"vocabulary sizes \(5, 5\) are not the "

@@ -411,6 +411,7 @@ def test_raw_strings_get_sampled_segmentations_in_fit_only():
     translator = Translator(
         TranslationPreprocessor(tokenizer, tokenizer, vocabulary, vocabulary),
         num_layers=1, num_units=16, num_heads=2, ffn_inner_dim=32, dropout=0.0,
+        maximum_relative_position=None,
     )
     sentences = np.array(["the children are playing outside"] * 30, dtype=object)
 
