@@ -33,6 +33,7 @@ import os
 import re
 from typing import Any
 
+import keras
 import yaml
 
 from kerasnmt.decoding.beam_sampler import FINISHED_HYPOTHESES
@@ -326,8 +327,6 @@ class _Mapping(_Kind):
 
 def _keras_optimizer_names():
     """The optimizer classes that `keras.optimizers` offers, by name."""
-    import keras  # Imported when a configuration is checked, not with this module.
-
     wrappers = ("LossScaleOptimizer", "MultiOptimizer", "Optimizer")
     return sorted(
         name
@@ -1252,8 +1251,6 @@ _OPTIMIZER_ARGUMENTS_REFUSED = {
 def _check_optimizer_params(params, error, given):
     """Reports the `params.optimizer_params` of `given` that the optimizer does not take,
     and drops the defaults it does not take (`beta_1` and `beta_2` for `SGD`)."""
-    import keras  # Imported when a configuration is checked, not with this module.
-
     optimizer_class = getattr(keras.optimizers, params["optimizer"])
     signature = inspect.signature(optimizer_class.__init__)
     accepted = [

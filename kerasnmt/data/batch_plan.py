@@ -1,7 +1,9 @@
 """Batches planned from example lengths alone: sort a window by length, cut, shuffle.
 
-The sampler half of the dataset/sampler/collate design (`shared/reference/`): it sees
-only each example's source and target length (tokens, before `<s>`/`</s>`) and returns
+The sampler of a dataset/sampler/collate split (a dataset gives examples by index, a
+sampler orders their indices into batches from metadata such as lengths, a collate step
+pads each batch's examples into tensors): it sees only each example's source and target
+length (tokens, before `<s>`/`</s>`) and returns
 batches of indices; reading and padding the examples is someone else's work
 (`kerasnmt.data.shard_batches`). Within a window of examples:
 

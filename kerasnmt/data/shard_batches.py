@@ -1,7 +1,8 @@
 """Training batches from prepared shards, planned from their stored lengths.
 
-The dataset/sampler/collate design of `shared/reference/` on the files `write_shards`
-(`kerasnmt prepare`) writes: the *dataset* is the shards, read a window of records at a
+A dataset/sampler/collate split (examples by index, batches of indices planned from
+metadata, batches padded into tensors) on the files `write_shards` (`kerasnmt prepare`)
+writes: the *dataset* is the shards, read a window of records at a
 time; the *sampler* is `kerasnmt.data.batch_plan`, which sees only the `.lengths.npy`
 files; the *collate* step parses a batch's records into padded `(features, labels)`.
 

@@ -150,23 +150,16 @@ class TransformerBackbone(keras_hub.models.Backbone):
             pre_norm=pre_norm,
             dtype=policy,
         )
-        self.source_embedding = keras.layers.Embedding(
-            source_vocabulary_size,
-            num_units,
-            embeddings_initializer=_embeddings_initializer(embeddings_initializer, num_units),
-            dtype=policy,
-            name="source_embedding",
-        )
+        def embedding(size, name):
+            return keras.layers.Embedding(
+                size, num_units, dtype=policy, name=name,
+                embeddings_initializer=_embeddings_initializer(embeddings_initializer, num_units))
+
+        self.source_embedding = embedding(source_vocabulary_size, "source_embedding")
         if self.share_embeddings in ("source_target_input", "all"):
             self.target_embedding = self.source_embedding
         else:
-            self.target_embedding = keras.layers.Embedding(
-                target_vocabulary_size,
-                num_units,
-                embeddings_initializer=_embeddings_initializer(embeddings_initializer, num_units),
-                dtype=policy,
-                name="target_embedding",
-            )
+            self.target_embedding = embedding(target_vocabulary_size, "target_embedding")
         self.encoder = TransformerEncoder(num_encoder_layers, name="encoder", **stack_arguments)
         self.decoder = TransformerDecoder(num_decoder_layers, name="decoder", **stack_arguments)
         self.output_layer = None

@@ -102,10 +102,7 @@ class Translator(keras.Model):
                            batch_type="tokens", effective_batch_size=25000, epochs=10,
                            callbacks=[kerasnmt.training.CheckpointCallback("run", 5000)])
 
-    Reference:
-        [Vaswani et al., 2017](https://arxiv.org/abs/1706.03762); [Shaw et al.,
-        2018](https://arxiv.org/abs/1803.02155); [OpenNMT-tf
-        `Transformer`](https://github.com/OpenNMT/OpenNMT-tf/blob/master/opennmt/models/transformer.py)
+    Reference: see `TransformerBackbone`.
     """
 
     def __init__(

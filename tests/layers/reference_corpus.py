@@ -1,6 +1,7 @@
-"""The corpus of shared/reference/opennmt-tf-training-data.md and its vocabularies."""
+"""A ten-line SentencePiece-tokenized English-Russian corpus and its vocabularies, small
+enough that each expected batch, length and id below is worked out by hand."""
 
-# The features and labels files of the note's table, one line each.
+# The features and labels files, one line each.
 FEATURES = ["▁a", "▁ 2 1", "▁yes", "▁no", "▁cat", "▁he ▁can", "▁door ▁open", "▁I ▁like ▁it",
             "▁bat ▁in ▁bad", "▁good ▁day ▁today"]
 LABELS = ["▁a", "▁ 2 1", "▁да", "▁нет", "▁кот", "▁он ▁может", "▁дверь ▁открыта",
