@@ -484,6 +484,18 @@ def _sampler(config, n_best, early_exit=False):
     return sampler
 
 
+def _check_n_best(n_best, config):
+    """Refuses an `--n-best` that the configuration's beam cannot give."""
+    from kerasnmt.decoding.option_rules import decoding_option_problems
+
+    if n_best and config:
+        problems = decoding_option_problems(
+            {"n_best": n_best, "beam_size": config["params"]["beam_width"]},
+            {"n_best": "--n-best", "beam_size": "params.beam_width"})
+        if problems:
+            raise ValueError(problems["n_best"])
+
+
 def _add_early_exit_argument(parser):
     parser.add_argument(
         "--early-exit", action="store_true",
@@ -634,6 +646,7 @@ def export(parser):
         translator, config = _load_model_for_decoding(args)
         if args.quantization:
             quantize_dense_layers(translator, args.quantization)
+        _check_n_best(args.n_best, config)
         options, n_best = _export_options(args, config)
         path = next_version_path(args.output) if args.next_version else args.output
         export_translator(
@@ -890,11 +903,7 @@ def translate(parser):
             translate_batch = _SavedModelTranslator(args.saved_model, n_best,
                                                     bool(with_alignments))
         else:
-            if config and n_best > config["params"]["beam_width"]:
-                raise ValueError(
-                    f"--n-best {n_best} is more than params.beam_width "
-                    f"({config['params']['beam_width']})"
-                )
+            _check_n_best(args.n_best, config)
             from kerasnmt.training_run import build_shortlist
 
             translate_batch = _CheckpointTranslator(

@@ -37,6 +37,7 @@ import keras
 import yaml
 
 from kerasnmt.decoding.beam_sampler import FINISHED_HYPOTHESES
+from kerasnmt.decoding.option_rules import decoding_option_problems
 from kerasnmt.decoding.search.scoring import LENGTH_NORMALIZATIONS
 from kerasnmt.models.transformer_backbone import (
     ARCHITECTURE_DEFAULTS,
@@ -897,6 +898,16 @@ _RENAMED_KEYS = {
 
 # OpenNMT-tf options kerasnmt reads nowhere, by path: translations are grouped by source
 # width (kerasnmt.decoding.widths), not by these buckets.
+# The keys of the `BeamSampler` arguments that `decoding_option_problems` relates.
+_DECODING_OPTION_KEYS = {
+    "beam_size": "params.beam_width",
+    "n_best": "params.num_hypotheses",
+    "min_length": "params.minimum_decoding_length",
+    "max_length": "params.maximum_decoding_length",
+    "top_k": "params.sampling_topk",
+    "early_exit": "params.early_exit",
+    "finished_hypotheses": "params.finished_hypotheses",
+}
 _BUCKET_KEYS_UNUSED = {"eval.length_bucket_width", "infer.length_bucket_width"}
 
 # OpenNMT-tf options that kerasnmt does not have.
@@ -1135,14 +1146,11 @@ def _check_together(config, errors, given_optimizer_params):
     units, heads = model["num_units"], model["num_heads"]
     if valid("model.num_units", "model.num_heads") and units % heads:
         error("model.num_heads", f"{heads} does not divide model.num_units ({units})")
-    more_than("params.num_hypotheses", "params.beam_width")
-    more_than("infer.n_best", "params.beam_width")
-    more_than("params.minimum_decoding_length", "params.maximum_decoding_length")
-    if valid("params.finished_hypotheses") and params["finished_hypotheses"] == "set_aside":
-        for path, needed in (("params.early_exit", False), ("params.sampling_topk", 1)):
-            if valid(path) and _get(config, path) != needed:
-                error(path, f"must be {needed} with params.finished_hypotheses: set_aside (a "
-                            f"deterministic search with its own end), got {_get(config, path)}")
+    for n_best_key in ("params.num_hypotheses", "infer.n_best"):
+        keys = dict(_DECODING_OPTION_KEYS, n_best=n_best_key)
+        options = {argument: _get(config, key) for argument, key in keys.items() if valid(key)}
+        for argument, message in decoding_option_problems(options, keys).items():
+            errors.setdefault(keys[argument], message)
     more_than("train.average_last_checkpoints", "train.keep_checkpoint_max")
     train = config["train"]
     if (valid("train.batch_size_multiple", "train.batch_type")

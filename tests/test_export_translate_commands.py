@@ -369,6 +369,12 @@ def test_usage_and_input_errors(trained_run, capsys, tmp_path):
                                "--checkpoint", tmp_path / "nothing")
     assert status == 2 and "no such checkpoint" in err
 
+    # The run's beam holds 2 hypotheses (tiny_run's params.beam_width).
+    for command in (["translate", "--input", directory / "val.src"], ["export", tmp_path / "w"]):
+        status, out, err = run_cli(capsys, *command, "--config", config_path, "--n-best", "3")
+        assert status == 2 and "--n-best: 3 is more than params.beam_width (2)" in err
+        assert out == "" and not (tmp_path / "w").exists()
+
     other = tiny_run(model={"num_units": 32})
     other["model_dir"] = str(directory / "model")
     other_path = write_config(directory, other, name="other.yml")

@@ -16,6 +16,7 @@ from kerasnmt.decoding.search import (
 )
 from kerasnmt.decoding.search.compacting_loop import batch_sizes
 from kerasnmt.decoding.search.scoring import check_length_normalization
+from kerasnmt.decoding.option_rules import decoding_option_problems
 from kerasnmt.decoding.search.top_k import SEED_RANGE
 
 # Where finished hypotheses go: they keep their beam slots (OpenNMT-tf), or leave the beam
@@ -255,29 +256,20 @@ class BeamSampler(keras.layers.Layer):
         super().__init__(**kwargs)
         beam_size = _check_int("beam_size", beam_size, minimum=1)
         n_best = _check_int("n_best", n_best, minimum=1)
-        if n_best > beam_size:
-            raise ValueError(
-                f"BeamSampler: n_best ({n_best}) must be at most beam_size ({beam_size})"
-            )
         top_k = _check_int("top_k", top_k, minimum=0)
         max_length = _check_int("max_length", max_length, minimum=1)
         min_length = _check_int("min_length", min_length, minimum=0)
-        if min_length > max_length:
-            raise ValueError(
-                f"BeamSampler: min_length ({min_length}) must be at most max_length "
-                f"({max_length})"
-            )
         if not temperature > 0:
             raise ValueError(f"BeamSampler: temperature must be > 0, got {temperature!r}")
         check_length_normalization(length_normalization, "BeamSampler")
         if finished_hypotheses not in FINISHED_HYPOTHESES:
             raise ValueError(f"BeamSampler: finished_hypotheses must be one of "
                              f"{FINISHED_HYPOTHESES}, got {finished_hypotheses!r}")
-        if finished_hypotheses == "set_aside" and (top_k != 1 or early_exit):
-            raise ValueError(
-                "BeamSampler: finished_hypotheses='set_aside' is a deterministic search "
-                f"with its own end: it needs top_k=1 and early_exit=False, got top_k={top_k} "
-                f"and early_exit={early_exit}")
+        problems = decoding_option_problems(dict(
+            beam_size=beam_size, n_best=n_best, min_length=min_length, max_length=max_length,
+            top_k=top_k, early_exit=early_exit, finished_hypotheses=finished_hypotheses))
+        if problems:
+            raise ValueError("BeamSampler: " + "; ".join(problems.values()))
         if seed is not None:
             seed = _check_int("seed", seed, minimum=SEED_RANGE[0])
             if seed >= SEED_RANGE[1]:

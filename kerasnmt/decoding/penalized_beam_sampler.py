@@ -27,6 +27,7 @@ import keras
 import keras_hub
 import tensorflow as tf
 
+from kerasnmt.decoding.option_rules import decoding_option_problems
 from kerasnmt.decoding.search import BeamRanking, Greedy, TopKSampling
 from kerasnmt.decoding.search.scoring import check_length_normalization
 from kerasnmt.decoding.search.top_k import SEED_RANGE
@@ -91,9 +92,10 @@ class PenalizedBeamSampler(keras_hub.samplers.Sampler):
                 raise ValueError(
                     f"PenalizedBeamSampler: {name} must be an int >= {minimum}, got {value!r}"
                 )
-        if n_best > num_beams:
-            raise ValueError(f"PenalizedBeamSampler: n_best ({n_best}) must be at most "
-                             f"num_beams ({num_beams})")
+        problems = decoding_option_problems({"n_best": n_best, "beam_size": num_beams},
+                                            {"beam_size": "num_beams"})
+        if problems:
+            raise ValueError("PenalizedBeamSampler: " + "; ".join(problems.values()))
         if not temperature > 0:
             raise ValueError(f"PenalizedBeamSampler: temperature must be > 0, got "
                              f"{temperature!r}")

@@ -154,8 +154,8 @@ def test_config_round_trip():
     (dict(beam_size=2.0), "beam_size"),
     (dict(length_normalization="average"), "length_normalization"),
     (dict(finished_hypotheses="dropped"), "finished_hypotheses must be one of"),
-    (dict(finished_hypotheses="set_aside", early_exit=True), "early_exit=False"),
-    (dict(finished_hypotheses="set_aside", top_k=5), "top_k=1"),
+    (dict(finished_hypotheses="set_aside", early_exit=True), "early_exit: must be False"),
+    (dict(finished_hypotheses="set_aside", top_k=5), "top_k: must be 1"),
 ])
 def test_bad_constructor_arguments_are_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):

@@ -195,7 +195,7 @@ def test_prompts_of_different_lengths_are_kept_and_each_decodes_as_alone(bart):
 @pytest.mark.parametrize("options, message", [
     (dict(coverage_penalty=0.2), "coverage_penalty needs the attention weights"),
     (dict(temperature=0.5), "temperature applies to sampling only"),
-    (dict(num_beams=2, n_best=3), r"n_best \(3\) must be at most num_beams \(2\)"),
+    (dict(num_beams=2, n_best=3), r"n_best: 3 is more than num_beams \(2\)"),
     (dict(top_k=-1), "top_k must be an int >= 0"),
     (dict(top_k=0, seed=2**31), "seed must be None or an int32, got 2147483648"),
     (dict(length_normalization="average"), r"length_normalization must be one of \('gnmt', "
