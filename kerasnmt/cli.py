@@ -882,6 +882,8 @@ def translate(parser):
     _add_no_xla_argument(parser)
 
     def run(args):
+        from kerasnmt.training_run import TRANSLATION_BATCH_SIZE
+
         fixed_at_export = {"--early-exit": args.early_exit, "--shortlist": args.shortlist,
                            "--no-xla": args.no_xla}
         for option, given in fixed_at_export.items():
@@ -896,9 +898,7 @@ def translate(parser):
         n_best = args.n_best or infer.get("n_best", 1)
         with_scores = args.with_scores or infer.get("with_scores", False)
         with_alignments = args.with_alignments or infer.get("with_alignments")
-        batch_size = args.batch_size or (
-            infer["batch_size"] if infer and infer["batch_type"] == "examples" else 32
-        )
+        batch_size = args.batch_size or infer.get("batch_size", TRANSLATION_BATCH_SIZE)
         if args.saved_model:
             translate_batch = _SavedModelTranslator(args.saved_model, n_best,
                                                     bool(with_alignments))

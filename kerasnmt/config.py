@@ -36,6 +36,7 @@ from typing import Any
 import keras
 import yaml
 
+from kerasnmt.data.batching import BATCH_TYPES
 from kerasnmt.decoding.beam_sampler import FINISHED_HYPOTHESES
 from kerasnmt.decoding.option_rules import decoding_option_problems
 from kerasnmt.decoding.search.scoring import LENGTH_NORMALIZATIONS
@@ -44,6 +45,7 @@ from kerasnmt.models.transformer_backbone import (
     EMBEDDINGS_INITIALIZERS,
     SHARE_EMBEDDINGS,
 )
+from kerasnmt.training.losses import GUIDED_ALIGNMENT_TYPES
 
 
 class ConfigError(ValueError):
@@ -581,7 +583,7 @@ _SCHEMA = {
         ),
         "guided_alignment_type": _Option(
             None,
-            _Choice("ce", "mse", None),
+            _Choice(*GUIDED_ALIGNMENT_TYPES, None),
             "Guided alignment loss on the first head of the last decoder layer's "
             "cross-attention: cross-entropy (`ce`) or mean squared error (`mse`); needs "
             "`data.train_alignments`.",
@@ -704,7 +706,7 @@ _SCHEMA = {
         ),
         "batch_type": _Option(
             "tokens",
-            _Choice("examples", "tokens"),
+            _Choice(*BATCH_TYPES),
             "Count `batch_size` in examples or in tokens (padding included).",
         ),
         "batch_size_multiple": _Option(
@@ -791,8 +793,10 @@ _SCHEMA = {
         "seed": _Option(
             None,
             _Integer(minimum=0, nullable=True),
-            "Random seed for initialization, shuffling and dropout; null picks one at random. "
-            "Needed by multi-worker training (`TF_CONFIG`).",
+            "Random seed for initialization, shuffling and dropout, and for the sampling of "
+            "`params.sampling_topk` when the run's model decodes (evaluations, `translate`, "
+            "`export`); null picks one at random. Needed by multi-worker training "
+            "(`TF_CONFIG`).",
         ),
         "tpu": _Option(
             None,
@@ -807,7 +811,7 @@ _SCHEMA = {
     "eval": {
         "batch_size": _Option(32, _Integer(minimum=1), "Evaluation batch size."),
         "batch_type": _Option(
-            "examples", _Choice("examples", "tokens"), "Count `batch_size` in examples or tokens."
+            "examples", _Choice(*BATCH_TYPES), "Count `batch_size` in examples or tokens."
         ),
         "steps": _Option(
             5000, _Integer(minimum=1),
@@ -866,7 +870,10 @@ _SCHEMA = {
     "infer": {
         "batch_size": _Option(32, _Integer(minimum=1), "Translation batch size."),
         "batch_type": _Option(
-            "examples", _Choice("examples", "tokens"), "Count `batch_size` in examples or tokens."
+            "examples",
+            _Choice("examples"),
+            "Count `batch_size` in examples: a translation batch is a number of sentences "
+            "(OpenNMT-tf's `tokens` is refused rather than read as another number).",
         ),
         "n_best": _Option(
             1,

@@ -684,3 +684,13 @@ def test_sentencepiece_sampling_needs_data_of_free_segmentation(run_dir, key, tr
         f"data.sentencepiece_sampling_alpha: given with data.{key}, which hold one "
         "segmentation of each sentence",
     ]
+
+
+def test_translation_batches_count_sentences_and_tokens_are_refused(run_dir):
+    """`kerasnmt translate` batches sentences: an OpenNMT-tf `infer.batch_type: tokens` is
+    an error, not a setting read as a number of sentences."""
+    path = write_config(run_dir, "infer:\n  batch_type: tokens\n  batch_size: 2048\n")
+    assert errors_of(path) == ["infer.batch_type: expected one of examples, got 'tokens'"]
+    for section in ("train", "eval"):
+        path = write_config(run_dir, f"{section}:\n  batch_type: tokens\n")
+        assert load_config(path)[section]["batch_type"] == "tokens"
