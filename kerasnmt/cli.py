@@ -20,7 +20,7 @@ import numpy as np
 import tensorflow as tf
 
 from kerasnmt.config import ConfigError, load_config
-from kerasnmt.export.ctranslate2 import QUANTIZATIONS
+from kerasnmt.export.formats import ALL_QUANTIZATIONS, EXPORT_FORMATS, FORMAT_OPTIONS
 from kerasnmt.data.pipeline_errors import corpus_error
 from kerasnmt.data.sentencepiece_trainer import MODEL_TYPES, train_sentencepiece
 from kerasnmt.data.shards import write_shards
@@ -30,7 +30,6 @@ from kerasnmt.data.vocabulary_builder import build_vocabulary
 from kerasnmt.evaluation import BLEU_TOKENIZERS, check_moses_language, score_files
 
 PROGRAM = "kerasnmt"
-EXPORT_FORMATS = ("savedmodel", "ctranslate2")
 BAD_INPUT_STATUS = 2
 INTERRUPTED_STATUS = 128 + signal.SIGINT  # the shell's status for a Ctrl-C
 _SUBCOMMANDS = []
@@ -582,12 +581,13 @@ def export(parser):
     )
     _add_model_arguments(parser)
     parser.add_argument(
-        "--format", choices=EXPORT_FORMATS, default=EXPORT_FORMATS[0],
-        help="savedmodel (default): a SavedModel that translates raw text; ctranslate2: a "
-        "CTranslate2 model directory",
+        "--format", choices=sorted(EXPORT_FORMATS), default="savedmodel",
+        help="; ".join(f"{name}: {export_format.description}"
+                       for name, export_format in EXPORT_FORMATS.items())
+        + " (default: savedmodel)",
     )
     parser.add_argument(
-        "--quantization", choices=QUANTIZATIONS,
+        "--quantization", choices=ALL_QUANTIZATIONS,
         help="SavedModel: int8, Keras int8 weights for the Dense layers (the embeddings "
         "stay float); with --format ctranslate2: CTranslate2's weight type (default: "
         "float32 as trained)",
@@ -627,22 +627,18 @@ def export(parser):
     )
 
     def run(args):
-        from kerasnmt.export import (
-            SAVEDMODEL_QUANTIZATIONS,
-            export_translator,
-            next_version_path,
-            quantize_dense_layers,
-        )
+        from kerasnmt.export import export_translator, next_version_path, quantize_dense_layers
         from kerasnmt.training_run import build_shortlist
 
         _check_model_arguments(parser, args)
+        export_format = EXPORT_FORMATS[args.format]
+        refusals = export_format.refusals({option: getattr(args, option)
+                                           for option in FORMAT_OPTIONS})
+        refusals.append(export_format.quantization_refusal(args.quantization))
+        if any(refusals):
+            parser.error("; ".join(filter(None, refusals)))
         if args.format == "ctranslate2":
             return _export_ctranslate2(parser, args)
-        if args.force:
-            parser.error("--force goes with --format ctranslate2")
-        if args.quantization not in (None, *SAVEDMODEL_QUANTIZATIONS):
-            parser.error(f"--quantization {args.quantization} goes with --format ctranslate2 "
-                         f"(a SavedModel takes {', '.join(SAVEDMODEL_QUANTIZATIONS)})")
         translator, config = _load_model_for_decoding(args)
         if args.quantization:
             quantize_dense_layers(translator, args.quantization)
@@ -681,14 +677,6 @@ def _export_ctranslate2(parser, args):
     """`kerasnmt export --format ctranslate2`: the checks that need no model first."""
     from kerasnmt.export.ctranslate2 import check_output, export_ctranslate2
 
-    not_exported = {"--next-version": args.next_version, "--with-alignments":
-                    args.with_alignments, "--early-exit": args.early_exit,
-                    "--shortlist": args.shortlist, "--no-xla": args.no_xla,
-                    "--no-warmup": args.no_warmup}
-    for option, given in not_exported.items():
-        if given:
-            parser.error(f"{option} does not apply to --format ctranslate2 (see "
-                         "docs/ctranslate2.md)")
     try:
         import ctranslate2  # noqa: F401 (checked before the model is read)
     except ImportError:
@@ -696,6 +684,7 @@ def _export_ctranslate2(parser, args):
                      "'kerasnmt[ctranslate2]'")
     check_output(args.output, args.force)
     translator, config = _load_model_for_decoding(args)
+    _check_n_best(args.n_best, config)
     if config is not None and config["params"]["shortlist"]:
         raise ValueError(
             "params.shortlist cannot be exported to CTranslate2 (its vocabulary maps decode "

@@ -493,11 +493,12 @@ def test_export_to_ctranslate2_refuses_bad_input_before_writing(trained_run, cap
         assert message in capsys.readouterr().err
     with pytest.raises(SystemExit):
         cli.main(["export", str(output), "--config", str(config_path), "--quantization", "int16"])
-    assert ("--quantization int16 goes with --format ctranslate2 (a SavedModel takes int8)"
-            in capsys.readouterr().err)
+    assert ("--quantization int16 goes with --format ctranslate2 (--format savedmodel takes "
+            "int8)" in capsys.readouterr().err)
     with pytest.raises(SystemExit):
         cli.main(["export", str(output), "--config", str(config_path), "--force"])
-    assert "--force goes with --format ctranslate2" in capsys.readouterr().err
+    assert ("--force does not apply to --format savedmodel (it goes with --format "
+            "ctranslate2)" in capsys.readouterr().err)
     with monkeypatch.context() as patch:
         patch.setitem(sys.modules, "ctranslate2", None)  # as if not installed
         with pytest.raises(SystemExit):
