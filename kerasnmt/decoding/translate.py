@@ -6,7 +6,13 @@ with one batch size (`batch_size`): the same request gives the same translations
 both. With `BeamSampler(compact_batch=True)` each result is that of its sentence decoded
 alone, whatever the batch; the sentences of each source width then stream through
 decoding slots instead (`decoding_streams`), from the same source features, decode
-function, shortlist rule and text rule.
+function, shortlist rule and text rule: longest first (`decode` with `num_slots`; up to 16
+times the slots a call, padded to the slots times a power of two), a slot takes the next
+sentence as soon as its own is done, so no step waits for the longest translation of a
+batch, and a stream's last sentences finish in a quarter of the slots. The streams go
+through `decoding_threads` concurrent calls of `batch_size / decoding_threads` slots each
+(`batch_size` sentences decoded at once in all): one decoding step uses little more than
+one core, two steps at once keep two busy.
 """
 
 import concurrent.futures

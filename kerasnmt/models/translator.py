@@ -233,13 +233,7 @@ class Translator(keras.Model):
 
         With `BeamSampler(compact_batch=True)` (each result the one of its sentence decoded
         alone), the sentences of each source width instead stream through decoding slots,
-        longest first (`decode` with `num_slots`; up to 16 times the slots a call, padded
-        to the slots times a power of two): a slot takes the next sentence as soon as its
-        own is done, so no step waits for the longest translation of a batch, and a
-        stream's last sentences finish in a quarter of the slots. The streams go through
-        `decoding_threads` concurrent calls of `batch_size / decoding_threads` slots each
-        (`batch_size` sentences decoded at once in all): one decoding step uses little
-        more than one core, two steps at once keep two busy.
+        `decoding_threads` streams at once (`kerasnmt.decoding.translate`).
 
         Args:
             sentences: source sentences (list, NumPy array or 1-D string tensor).
