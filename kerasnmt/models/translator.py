@@ -271,22 +271,10 @@ class Translator(keras.Model):
         )
 
     def export(self, filepath, sampler=None, **options):
-        """Writes a SavedModel that translates raw text, for TF Serving or any TensorFlow.
-
-        See `kerasnmt.export.export_translator` (this is `export_translator(self,
-        filepath, sampler, **options)`): signatures `serving_default` (`source` strings ->
-        `translation`, `score`) and `n_best`, decoding compiled with XLA for a few source
-        widths, written atomically.
-
-        Args:
-            filepath: the SavedModel directory.
-            sampler: the `BeamSampler` whose options the SavedModel keeps (default
-                `BeamSampler()`).
-            **options: `maximum_source_length`, `with_alignments`,
-                `replace_unknown_target`, ... of `export_translator`.
-
-        Returns:
-            `filepath`.
+        """Writes a SavedModel that translates raw text, for TF Serving or any TensorFlow:
+        `kerasnmt.export.export_translator(self, filepath, sampler, **options)`, whose
+        signatures are `serving_default` (`source` strings -> `translation`, `score`) and
+        `n_best`. Returns `filepath`.
         """
         from kerasnmt.export import export_translator  # noqa: PLC0415 (kerasnmt.export imports this module)
 
