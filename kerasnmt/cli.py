@@ -79,7 +79,10 @@ def build_vocab(parser):
 
     With --sentencepiece: train a SentencePiece model on raw text sampled with
     Tensor2Tensor's byte budget and write OUTPUT.model and OUTPUT.vocab, the
-    vocabulary listing <blank>, <s>, </s>, then the model's pieces in id order.
+    vocabulary listing <blank>, <s>, </s>, then the model's pieces in id order. The
+    model has byte fallback (unless --no-byte-fallback): its 256 byte pieces <0x00> ...
+    <0xFF> come first, a character the sample never showed is encoded as the pieces of
+    its UTF-8 bytes and decoded back, so any string survives; --size counts them.
 
     Input files are UTF-8, one sentence a line, plain or gzip (name ending .gz).
     """
@@ -128,6 +131,11 @@ def build_vocab(parser):
         "1.0; 0.9995 suits Chinese or Japanese)",
     )
     parser.add_argument(
+        "--no-byte-fallback", action="store_true",
+        help="with --sentencepiece, train without byte fallback: characters the sample "
+        "never showed become unknown tokens (kerasnmt translate reports them)",
+    )
+    parser.add_argument(
         "--utf8-errors", choices=ERROR_POLICIES, default="strict",
         help="on bytes that are not UTF-8: 'strict' stops with an error naming the file "
         "and line, 'replace' reads them as U+FFFD (default: %(default)s)",
@@ -150,6 +158,7 @@ def build_vocab(parser):
                 ),
                 size_multiple=args.size_multiple,
                 errors=args.utf8_errors,
+                byte_fallback=not args.no_byte_fallback,
             )
             print(f"wrote {args.output}.model and {args.output}.vocab "
                   f"({len(vocabulary)} entries)")
@@ -157,6 +166,8 @@ def build_vocab(parser):
         for option in ("file_byte_budget", "model_type", "character_coverage"):
             if getattr(args, option) is not None:
                 parser.error(f"--{option.replace('_', '-')} needs --sentencepiece")
+        if args.no_byte_fallback:
+            parser.error("--no-byte-fallback needs --sentencepiece")
         vocabulary = build_vocabulary(
             args.files,
             size=args.size,

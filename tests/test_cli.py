@@ -58,7 +58,8 @@ def test_help_explains_every_option(capsys):
     assert exit_info.value.code == 0
     text = " ".join(capsys.readouterr().out.split())
     for option in ["--output", "--size", "--min-frequency", "--size-multiple", "--sentencepiece",
-                   "--file-byte-budget", "--model-type", "--character-coverage", "--utf8-errors"]:
+                   "--file-byte-budget", "--model-type", "--character-coverage", "--utf8-errors",
+                   "--no-byte-fallback"]:
         assert option in text
     assert "counting <blank>, <s>, </s>" in text
     assert "averyunlikelytoken0" in text
@@ -103,13 +104,41 @@ def test_build_vocab_sentencepiece(tmp_path, capsys, raw):
     prefix = tmp_path / "sp"
     status, out, _ = run_cli(capsys, "build-vocab", raw, "-o", prefix, "--sentencepiece",
                              "--size", 45, "--size-multiple", 8, "--model-type", "bpe",
-                             "--file-byte-budget", "all")
+                             "--file-byte-budget", "all", "--no-byte-fallback")
     assert status == 0
     vocabulary = load_vocabulary(f"{prefix}.vocab")
     assert len(vocabulary) == 47  # 45 + 1 -> 48
     processor = sentencepiece.SentencePieceProcessor(model_file=f"{prefix}.model")
     assert vocabulary == SPECIALS + [processor.id_to_piece(i) for i in range(3, len(processor))]
     assert out == f"wrote {prefix}.model and {prefix}.vocab (47 entries)\n"
+
+
+def test_build_vocab_sentencepiece_has_byte_fallback_by_default(tmp_path, capsys, raw):
+    status, out, _ = run_cli(capsys, "build-vocab", raw, "-o", tmp_path / "sp", "--sentencepiece",
+                             "--size", 320)
+    assert status == 0 and out.endswith("(320 entries)\n")
+    vocabulary = load_vocabulary(tmp_path / "sp.vocab")
+    assert vocabulary[3:259] == [f"<0x{value:02X}>" for value in range(256)]
+    processor = sentencepiece.SentencePieceProcessor(model_file=str(tmp_path / "sp.model"))
+    ids = processor.encode("Zoë in 東京")
+    assert processor.unk_id() not in ids and processor.decode(ids) == "Zoë in 東京"
+    status, _, _ = run_cli(capsys, "build-vocab", raw, "-o", tmp_path / "plain",
+                           "--sentencepiece", "--size", 60, "--no-byte-fallback")
+    assert status == 0
+    assert "<0x00>" not in load_vocabulary(tmp_path / "plain.vocab")
+
+
+@pytest.mark.parametrize("argv, fragments", [
+    (["--size", "60"], ["Vocabulary size is smaller than required_chars",
+                        "byte fallback adds the 256 byte pieces", "--no-byte-fallback"]),
+    (["--size", "300", "--model-type", "word"], ["word model does not round-trip byte fallback",
+                                                 "--no-byte-fallback"]),
+])
+def test_byte_fallback_misfits_are_one_line_errors(tmp_path, capsys, raw, argv, fragments):
+    status, _, err = run_cli(capsys, "build-vocab", raw, "-o", tmp_path / "sp", "--sentencepiece",
+                             *argv)
+    assert_one_line_error(status, err, "kerasnmt build-vocab: error:", *fragments)
+    assert not (tmp_path / "sp.model").exists()
 
 
 def test_sentencepiece_byte_budget_is_passed_on(tmp_path, capsys, raw):
@@ -128,6 +157,7 @@ def test_sentencepiece_byte_budget_is_passed_on(tmp_path, capsys, raw):
     (["--model-type", "bpe"], "--model-type needs --sentencepiece"),
     (["--file-byte-budget", "1e6"], "--file-byte-budget needs --sentencepiece"),
     (["--character-coverage", "0.99"], "--character-coverage needs --sentencepiece"),
+    (["--no-byte-fallback"], "--no-byte-fallback needs --sentencepiece"),
     (["--size", "0"], "--size: must be a positive integer"),
     (["--size-multiple", "-8"], "--size-multiple: must be a positive integer"),
     (["--sentencepiece", "--size", "40", "--file-byte-budget", "0"],
@@ -189,7 +219,7 @@ def test_non_utf8_corpus_line_replaced_on_request(tmp_path, capsys):
     assert load_vocabulary(tmp_path / "v") == SPECIALS + ["bad", "line", "\ufffd("]
 
 
-@pytest.mark.parametrize("sentencepiece_options", [[], ["--sentencepiece", "--size", "40"]])
+@pytest.mark.parametrize("sentencepiece_options", [[], ["--sentencepiece", "--size", "320"]])
 def test_empty_corpus(tmp_path, capsys, sentencepiece_options):
     path = tmp_path / "empty.txt"
     path.write_text("\n   \n\t\n", encoding="utf-8")
