@@ -842,7 +842,9 @@ def translate(parser):
     With --saved-model, the SavedModel decides the decoding options (fixed at export);
     with --config (and --checkpoint) or --model, they come from the configuration's
     params section (beam_width, length_penalty, ...). Sentences are translated in
-    batches of similar lengths; a progress bar is shown when --output is a file.
+    batches of similar lengths; a progress bar is shown when --output is a file. With
+    --config or --model, source tokens the source vocabulary lacks (read as <unk>) are
+    counted, and a warning on stderr says how many, in how many sentences.
 
     --output FILE is written whole or not at all: the translations go to a temporary
     file beside it, renamed to FILE once it holds one line per source line (N with
@@ -913,6 +915,7 @@ def translate(parser):
                 build_shortlist(config, translator.preprocessor, args.shortlist),
             )
         sentences = _read_sentences(args.input)
+        unknown = None if args.saved_model else _unknown_source_tokens(translator, sentences)
         lines = (
             format_hypothesis(hypothesis, with_scores, with_alignments) + "\n"
             for n_best_list in _translate_in_order(sentences, translate_batch, batch_size,
@@ -921,14 +924,46 @@ def translate(parser):
         )
         if not args.output:
             sys.stdout.writelines(lines)
+            _report_unknown_source_tokens(unknown, translator)
             return
         from kerasnmt.data.result_file import result_file
 
         with result_file(args.output, expected_lines=len(sentences) * n_best) as stream:
             stream.writelines(lines)
         print(f"wrote {len(sentences)} translations to {args.output}")
+        _report_unknown_source_tokens(unknown, translator)
 
     return run
+
+
+def _unknown_source_tokens(translator, sentences, block=1024):
+    """Each sentence's count of tokens the source vocabulary lacks (in blocks, to bound
+    memory)."""
+    from kerasnmt.inference.source import unknown_source_tokens
+
+    counts = [unknown_source_tokens(translator.preprocessor, sentences[start:start + block])
+              for start in range(0, len(sentences), block)]
+    return np.concatenate(counts) if counts else np.zeros([0], np.int64)
+
+
+def _report_unknown_source_tokens(unknown, translator):
+    """One line on stderr when source tokens were unknown: they are translated as `<unk>`,
+    which loses them silently otherwise."""
+    if unknown is None or not unknown.any():
+        return
+    from kerasnmt.layers import SentencePieceTokenizer
+
+    tokens, sentences = int(unknown.sum()), int(np.count_nonzero(unknown))
+    hint = ""
+    tokenizer = translator.preprocessor.source_tokenizer
+    if isinstance(tokenizer, SentencePieceTokenizer) and not tokenizer.byte_fallback:
+        hint = ("; a SentencePiece vocabulary with byte fallback (kerasnmt build-vocab "
+                "--sentencepiece, without --no-byte-fallback) spells unseen characters in "
+                "bytes instead")
+    print(f"{PROGRAM} translate: warning: {tokens} source token{'s' * (tokens != 1)} in "
+          f"{sentences} of {len(unknown)} sentence{'s' * (len(unknown) != 1)} "
+          f"{'were' if tokens != 1 else 'was'} not in the source vocabulary and read as "
+          f"<unk>{hint}", file=sys.stderr)
 
 
 def _translate_in_order(sentences, translate_batch, batch_size, progress):

@@ -9,6 +9,7 @@ import ctranslate2
 import keras
 import numpy as np
 import pytest
+import sentencepiece
 import tensorflow as tf
 
 from kerasnmt import cli
@@ -26,7 +27,7 @@ from kerasnmt.models import Translator
 from tests.saved_model_process import run_without_keras
 
 # Long tests (training, exports, decoding): run first (tests/conftest.py).
-pytestmark = pytest.mark.heavy(38)
+pytestmark = pytest.mark.heavy(45)
 
 # The SentencePiece sample: lowercase ASCII and spaces only.
 VOCABULARY_TEXT = "the cat sat on the mat\na dog ran in the park\n" * 20
@@ -92,7 +93,7 @@ def test_translate_copies_unseen_characters(copy_model, tmp_path, capsys):
     err = capsys.readouterr().err
     assert status == 0
     assert (tmp_path / "out.txt").read_text(encoding="utf-8").splitlines() == SENTENCES
-    assert "unknown" not in err  # byte fallback: no source piece is unknown
+    assert "warning" not in err  # byte fallback: no source piece is unknown
 
 
 def test_the_saved_model_copies_unseen_characters_without_kerasnmt(copy_model, tmp_path):
@@ -122,3 +123,33 @@ def test_ctranslate2_copies_unseen_characters(copy_model, tmp_path):
         result = model.translate_batch([tokens], **translate_batch_options(options, len(tokens)))
         translations.append(detokenize(result[0].hypotheses[0]))
     assert translations == SENTENCES
+
+
+def test_without_byte_fallback_unseen_characters_are_reported_as_unknown(tmp_path, capsys):
+    """A vocabulary built without byte fallback: `translate` counts on stderr the pieces the
+    sentencepiece library itself encodes as <unk>, and says how to avoid them."""
+    (tmp_path / "sample.txt").write_text(VOCABULARY_TEXT, encoding="utf-8")
+    train_sentencepiece([tmp_path / "sample.txt"], str(tmp_path / "sp"), 40, model_type="char",
+                        byte_fallback=False)
+    keras.utils.set_random_seed(3)
+    tokenizer = SentencePieceTokenizer(str(tmp_path / "sp.model"))
+    assert not tokenizer.byte_fallback
+    translator = Translator(
+        TranslationPreprocessor(tokenizer, tokenizer, str(tmp_path / "sp.vocab"),
+                                str(tmp_path / "sp.vocab")),
+        num_layers=1, num_units=8, num_heads=2, ffn_inner_dim=8)
+    translator.save(tmp_path / "plain.keras")
+    processor = sentencepiece.SentencePieceProcessor(model_file=str(tmp_path / "sp.model"))
+    unknown = [sum(i == processor.unk_id() for i in processor.encode(s)) for s in SENTENCES]
+    assert unknown[SENTENCES.index("the cat")] == 0 and unknown[0] == 2  # "Z" and "ë"
+    (tmp_path / "in.txt").write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
+    status = cli.main(["translate", "--model", str(tmp_path / "plain.keras"), "--input",
+                       str(tmp_path / "in.txt"), "--no-xla"])
+    err = capsys.readouterr().err
+    assert status == 0
+    affected = sum(count > 0 for count in unknown)
+    assert [line for line in err.splitlines() if "warning" in line] == [
+        f"kerasnmt translate: warning: {sum(unknown)} source tokens in {affected} of "
+        f"{len(SENTENCES)} sentences were not in the source vocabulary and read as <unk>; a "
+        "SentencePiece vocabulary with byte fallback (kerasnmt build-vocab --sentencepiece, "
+        "without --no-byte-fallback) spells unseen characters in bytes instead"]
