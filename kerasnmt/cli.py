@@ -76,6 +76,9 @@ def build_vocab(parser):
     empty and whitespace-only lines add nothing) and write an OpenNMT-format
     vocabulary to --output: <blank>, <s>, </s>, then the tokens by decreasing
     frequency, ties by increasing token (code point order).
+    --target-size N keeps the tokens seen at least M times, the minimum frequency M found
+    by bisection so that the vocabulary comes closest to N entries (within --tolerance
+    percent, else an error naming the closest size).
 
     With --sentencepiece: train a SentencePiece model on raw text sampled with
     Tensor2Tensor's byte budget and write OUTPUT.model and OUTPUT.vocab, the
@@ -110,6 +113,17 @@ def build_vocab(parser):
         "e.g. 8 for float16: without --sentencepiece by appending the filler tokens "
         "averyunlikelytoken0, averyunlikelytoken1, ...; with --sentencepiece by raising "
         "--size",
+    )
+    parser.add_argument(
+        "--target-size", type=positive_int, metavar="N",
+        help="instead of --size and --min-frequency (not with --sentencepiece): keep the tokens "
+        "seen at least M times, M found by bisection (Tensor2Tensor's build_to_target_size) "
+        "so that the number of entries, counting <blank>, <s>, </s>, comes closest to N",
+    )
+    parser.add_argument(
+        "--tolerance", type=float, metavar="PERCENT",
+        help="with --target-size, the largest distance to N accepted, in percent of N; "
+        "farther is an error naming the closest size (default: 1, as Tensor2Tensor)",
     )
     parser.add_argument(
         "--sentencepiece", action="store_true",
@@ -147,6 +161,8 @@ def build_vocab(parser):
                 parser.error("--sentencepiece needs --size")
             if args.min_frequency != 1:
                 parser.error("--min-frequency does not apply to --sentencepiece")
+            if args.target_size is not None or args.tolerance is not None:
+                parser.error("--target-size and --tolerance do not apply to --sentencepiece")
             vocabulary = train_sentencepiece(
                 args.files,
                 args.output,
@@ -168,12 +184,21 @@ def build_vocab(parser):
                 parser.error(f"--{option.replace('_', '-')} needs --sentencepiece")
         if args.no_byte_fallback:
             parser.error("--no-byte-fallback needs --sentencepiece")
+        if args.tolerance is not None and args.target_size is None:
+            parser.error("--tolerance needs --target-size")
+        if args.target_size is not None and (args.size is not None or args.min_frequency != 1):
+            parser.error("--target-size chooses the minimum frequency: give no --size or "
+                         "--min-frequency with it")
+        if args.tolerance is not None and not args.tolerance >= 0:
+            parser.error(f"--tolerance must be a percentage of at least 0, not {args.tolerance}")
         vocabulary = build_vocabulary(
             args.files,
             size=args.size,
             min_frequency=args.min_frequency,
             size_multiple=args.size_multiple,
             errors=args.utf8_errors,
+            target_size=args.target_size,
+            tolerance=1.0 if args.tolerance is None else args.tolerance,
         )
         save_vocabulary(vocabulary, args.output)
         print(f"wrote {args.output} ({len(vocabulary)} entries)")

@@ -100,6 +100,20 @@ def test_build_vocab_size_min_frequency_size_multiple(tmp_path, capsys, tokenize
     assert load_vocabulary(output)[12:] == [f"averyunlikelytoken{i}" for i in range(3)]
 
 
+def test_build_vocab_target_size(tmp_path, capsys, tokenized):
+    """Hand counts (the `tokenized` fixture): at least twice: the, a, cat, dog (7 entries);
+    at least once: 9 tokens (12 entries)."""
+    output = tmp_path / "vocab.txt"
+    assert run_cli(capsys, "build-vocab", *tokenized, "-o", output, "--target-size", 8,
+                   "--tolerance", 15)[0] == 0
+    assert load_vocabulary(output) == SPECIALS + ["the", "a", "cat", "dog"]
+    status, _, err = run_cli(capsys, "build-vocab", *tokenized, "-o", tmp_path / "other",
+                             "--target-size", 9)
+    assert_one_line_error(status, err, "kerasnmt build-vocab: error:", "within 1% of 9 entries",
+                          "the closest is 7 entries (tokens seen at least 2 times)")
+    assert not (tmp_path / "other").exists()
+
+
 def test_build_vocab_sentencepiece(tmp_path, capsys, raw):
     prefix = tmp_path / "sp"
     status, out, _ = run_cli(capsys, "build-vocab", raw, "-o", prefix, "--sentencepiece",
@@ -158,6 +172,11 @@ def test_sentencepiece_byte_budget_is_passed_on(tmp_path, capsys, raw):
     (["--file-byte-budget", "1e6"], "--file-byte-budget needs --sentencepiece"),
     (["--character-coverage", "0.99"], "--character-coverage needs --sentencepiece"),
     (["--no-byte-fallback"], "--no-byte-fallback needs --sentencepiece"),
+    (["--tolerance", "5"], "--tolerance needs --target-size"),
+    (["--target-size", "8", "--size", "9"], "--target-size chooses the minimum frequency"),
+    (["--target-size", "8", "--tolerance", "-1"], "--tolerance must be a percentage"),
+    (["--sentencepiece", "--size", "300", "--target-size", "8"],
+     "--target-size and --tolerance do not apply to --sentencepiece"),
     (["--size", "0"], "--size: must be a positive integer"),
     (["--size-multiple", "-8"], "--size-multiple: must be a positive integer"),
     (["--sentencepiece", "--size", "40", "--file-byte-budget", "0"],
