@@ -17,6 +17,7 @@ import signal
 import sys
 
 import numpy as np
+import sentencepiece
 import tensorflow as tf
 
 from kerasnmt.config import ConfigError, load_config
@@ -88,6 +89,11 @@ def build_vocab(parser):
     its UTF-8 bytes and decoded back, so any string survives; --size counts them.
 
     Input files are UTF-8, one sentence a line, plain or gzip (name ending .gz).
+
+    Get or build: OUTPUT.build.json records the inputs' SHA-256 digests, the options and
+    the output files' digests; when they all still match, the command says so in one line
+    and builds nothing (--force builds anyway). A changed input, option or output file is
+    built again, with a line saying what changed.
     """
     parser.add_argument("files", nargs="+", metavar="FILE", help="input text files")
     parser.add_argument(
@@ -145,6 +151,11 @@ def build_vocab(parser):
         "1.0; 0.9995 suits Chinese or Japanese)",
     )
     parser.add_argument(
+        "--force", action="store_true",
+        help="build even when OUTPUT was built from the same files and options (recorded in "
+        "OUTPUT.build.json), which is otherwise reused",
+    )
+    parser.add_argument(
         "--no-byte-fallback", action="store_true",
         help="with --sentencepiece, train without byte fallback: characters the sample "
         "never showed become unknown tokens (kerasnmt translate reports them)",
@@ -163,22 +174,31 @@ def build_vocab(parser):
                 parser.error("--min-frequency does not apply to --sentencepiece")
             if args.target_size is not None or args.tolerance is not None:
                 parser.error("--target-size and --tolerance do not apply to --sentencepiece")
-            vocabulary = train_sentencepiece(
-                args.files,
-                args.output,
-                args.size,
-                file_byte_budget=1e6 if args.file_byte_budget is None else args.file_byte_budget,
-                model_type=args.model_type or "unigram",
-                character_coverage=(
-                    1.0 if args.character_coverage is None else args.character_coverage
-                ),
-                size_multiple=args.size_multiple,
-                errors=args.utf8_errors,
-                byte_fallback=not args.no_byte_fallback,
-            )
-            print(f"wrote {args.output}.model and {args.output}.vocab "
-                  f"({len(vocabulary)} entries)")
-            return
+            options = {
+                "sentencepiece": sentencepiece.__version__,
+                "size": args.size,
+                "size_multiple": args.size_multiple,
+                "file_byte_budget": (1e6 if args.file_byte_budget is None
+                                     else args.file_byte_budget),
+                "model_type": args.model_type or "unigram",
+                "character_coverage": (1.0 if args.character_coverage is None
+                                       else args.character_coverage),
+                "byte_fallback": not args.no_byte_fallback,
+                "utf8_errors": args.utf8_errors,
+            }
+            outputs = [f"{args.output}.model", f"{args.output}.vocab"]
+
+            def build():
+                return train_sentencepiece(
+                    args.files, args.output, args.size,
+                    file_byte_budget=options["file_byte_budget"],
+                    model_type=options["model_type"],
+                    character_coverage=options["character_coverage"],
+                    size_multiple=args.size_multiple, errors=args.utf8_errors,
+                    byte_fallback=options["byte_fallback"],
+                )
+
+            return _get_or_build_vocabulary(args, options, outputs, build)
         for option in ("file_byte_budget", "model_type", "character_coverage"):
             if getattr(args, option) is not None:
                 parser.error(f"--{option.replace('_', '-')} needs --sentencepiece")
@@ -191,19 +211,53 @@ def build_vocab(parser):
                          "--min-frequency with it")
         if args.tolerance is not None and not args.tolerance >= 0:
             parser.error(f"--tolerance must be a percentage of at least 0, not {args.tolerance}")
-        vocabulary = build_vocabulary(
-            args.files,
-            size=args.size,
-            min_frequency=args.min_frequency,
-            size_multiple=args.size_multiple,
-            errors=args.utf8_errors,
-            target_size=args.target_size,
-            tolerance=1.0 if args.tolerance is None else args.tolerance,
-        )
-        save_vocabulary(vocabulary, args.output)
-        print(f"wrote {args.output} ({len(vocabulary)} entries)")
+        options = {
+            "size": args.size,
+            "min_frequency": args.min_frequency,
+            "size_multiple": args.size_multiple,
+            "target_size": args.target_size,
+            "tolerance": (1.0 if args.tolerance is None else args.tolerance)
+            if args.target_size is not None else None,
+            "utf8_errors": args.utf8_errors,
+        }
+
+        def build():
+            vocabulary = build_vocabulary(
+                args.files, size=args.size, min_frequency=args.min_frequency,
+                size_multiple=args.size_multiple, errors=args.utf8_errors,
+                target_size=args.target_size, tolerance=options["tolerance"] or 1.0,
+            )
+            save_vocabulary(vocabulary, args.output)
+            return vocabulary
+
+        return _get_or_build_vocabulary(args, options, [args.output], build)
 
     return run
+
+
+def _get_or_build_vocabulary(args, options, outputs, build):
+    """Tensor2Tensor's get-or-generate: says so in one line and returns when `outputs` were
+    built from the same inputs and options (`kerasnmt.data.vocabulary_record`), else builds
+    them (saying why when a record disagrees) and records how."""
+    from kerasnmt.data.vocabulary_record import (
+        describe_inputs,
+        record_path,
+        stale_reason,
+        write_record,
+    )
+
+    inputs = describe_inputs(args.files)
+    reason = None if args.force else stale_reason(args.output, inputs, options, outputs)
+    names = " and ".join(outputs)
+    if reason is None and not args.force:
+        print(f"{names} up to date: built from the same files and options "
+              f"({record_path(args.output)}); --force builds again")
+        return
+    if reason is not None and os.path.exists(record_path(args.output)):
+        print(f"building {names} again: {reason}")
+    vocabulary = build()
+    write_record(args.output, inputs, options, outputs)
+    print(f"wrote {names} ({len(vocabulary)} entries)")
 
 
 @subcommand

@@ -1,4 +1,6 @@
 import gzip
+import json
+import os
 import subprocess
 import sys
 
@@ -289,3 +291,59 @@ def test_command_line_process_exits_2_without_traceback(tmp_path):
     errors = [line for line in result.stderr.splitlines() if line.startswith("kerasnmt")]
     assert errors == [result.stderr.splitlines()[-1]]
     assert f"{path}, line 2: not valid UTF-8" in errors[0]
+
+
+def test_build_vocab_reuses_a_vocabulary_built_from_the_same_inputs(tmp_path, capsys, tokenized):
+    """Get or generate: the same files and options reuse the vocabulary (one line); a
+    touched input too; a changed input, option or output builds it again, saying why;
+    --force builds it whatever the record says."""
+    output = tmp_path / "vocab.txt"
+    argv = ["build-vocab", *tokenized, "-o", output, "--min-frequency", 2]
+    status, out, _ = run_cli(capsys, *argv)
+    assert status == 0 and out == f"wrote {output} (7 entries)\n"
+    record = json.loads((tmp_path / "vocab.txt.build.json").read_text(encoding="utf-8"))
+    assert [entry["path"] for entry in record["inputs"]] == tokenized
+    assert record["options"]["min_frequency"] == 2
+    written = output.stat().st_mtime_ns
+
+    os.utime(tokenized[0], ns=(written + 10**9, written + 10**9))  # touched, not changed
+    status, out, _ = run_cli(capsys, *argv)
+    assert status == 0 and out == (f"{output} up to date: built from the same files and "
+                                   f"options ({output}.build.json); --force builds again\n")
+    assert output.stat().st_mtime_ns == written
+
+    status, out, _ = run_cli(capsys, *argv, "--force")
+    assert out == f"wrote {output} (7 entries)\n"
+
+    status, out, _ = run_cli(capsys, *argv[:-1], 1)
+    assert out.splitlines() == [
+        f"building {output} again: option min_frequency was 2, now 1",
+        f"wrote {output} (12 entries)"]
+
+    with open(tokenized[0], "a", encoding="utf-8") as file:
+        file.write("mat mat mat\n")
+    status, out, _ = run_cli(capsys, *argv[:-1], 1)
+    assert out.splitlines()[0] == (f"building {output} again: input {tokenized[0]} changed "
+                                   "since the build")
+    assert load_vocabulary(output)[3] == "mat"
+
+    output.write_text("\n".join(SPECIALS + ["edited"]) + "\n", encoding="utf-8")
+    status, out, _ = run_cli(capsys, *argv[:-1], 1)
+    assert out.splitlines()[0] == f"building {output} again: {output} changed since the build"
+    assert "edited" not in load_vocabulary(output)
+
+
+def test_build_vocab_reuses_a_sentencepiece_model(tmp_path, capsys, raw):
+    prefix = tmp_path / "sp"
+    argv = ["build-vocab", raw, "-o", prefix, "--sentencepiece", "--size", 320]
+    assert run_cli(capsys, *argv)[1] == f"wrote {prefix}.model and {prefix}.vocab (320 entries)\n"
+    model = (tmp_path / "sp.model").read_bytes()
+    assert run_cli(capsys, *argv)[1].startswith(f"{prefix}.model and {prefix}.vocab up to date")
+    (tmp_path / "sp.model").unlink()
+    status, out, _ = run_cli(capsys, *argv)
+    assert out.splitlines() == [f"building {prefix}.model and {prefix}.vocab again: "
+                                f"{prefix}.model does not exist",
+                                f"wrote {prefix}.model and {prefix}.vocab (320 entries)"]
+    assert (tmp_path / "sp.model").read_bytes() == model  # the same inputs, the same model
+    status, out, _ = run_cli(capsys, *argv, "--no-byte-fallback", "--size", 60)
+    assert out.splitlines()[0].endswith("again: option byte_fallback was True, now False")
