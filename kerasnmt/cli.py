@@ -15,6 +15,7 @@ import inspect
 import os
 import signal
 import sys
+import time
 
 import numpy as np
 import sentencepiece
@@ -331,6 +332,11 @@ def prepare(parser):
     same whatever --num-processes, and each run with the same seed writes the same
     bytes. Shards are written under temporary names and renamed when complete, and the
     index last: an interrupted run leaves no index, so no half-written corpus is read.
+
+    On a terminal (stderr), a bar per writing process shows its examples, examples/s
+    and ETA while it runs (process j writes shards j, j + N, ...); elsewhere nothing,
+    or a line per process every --progress-every examples. The summary at the end gives
+    the examples, the time and the rate.
     """
     parser.add_argument("source", metavar="SOURCE", help="source text, one sentence a line")
     parser.add_argument("target", metavar="TARGET", help="target text, line-aligned with SOURCE")
@@ -366,6 +372,12 @@ def prepare(parser):
     parser.add_argument(
         "--no-shuffle", action="store_true", help="keep the corpus order inside each shard"
     )
+    parser.add_argument(
+        "--progress-every", type=positive_int, metavar="N",
+        help="when stderr is not a terminal, print each writing process's progress line "
+        "every N examples (default: nothing until the summary; on a terminal a bar per "
+        "process is always shown)",
+    )
 
     def run(args):
         given = [name for name in ("source_vocabulary", "target_vocabulary",
@@ -385,12 +397,26 @@ def prepare(parser):
                 args.source_vocabulary, args.target_vocabulary,
                 args.source_sentencepiece, args.target_sentencepiece,
             )
+        from kerasnmt.data.progress import WriterProgress
+
+        started = time.monotonic()
+        processes = []
+
+        def progress(totals):
+            processes.extend(totals)
+            return WriterProgress(totals, sys.stderr, every=args.progress_every)
+
         index = write_shards(
             args.source, args.target, preprocessor, args.output_dir, name=args.name,
             alignment_file=args.alignments, num_shards=args.num_shards,
             num_processes=args.num_processes, seed=None if args.no_shuffle else args.seed,
+            progress=progress,
         )
-        print(f"wrote {args.num_shards} shards and {index}")
+        seconds = time.monotonic() - started
+        examples = sum(processes)
+        print(f"wrote {args.num_shards} shards and {index}: {examples} examples in "
+              f"{seconds:.1f} s ({examples / max(seconds, 1e-9):.0f} examples/s, "
+              f"{len(processes)} process{'es' * (len(processes) != 1)})")
 
     return run
 
