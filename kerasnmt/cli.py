@@ -226,7 +226,8 @@ def build_vocab(parser):
             vocabulary = build_vocabulary(
                 args.files, size=args.size, min_frequency=args.min_frequency,
                 size_multiple=args.size_multiple, errors=args.utf8_errors,
-                target_size=args.target_size, tolerance=options["tolerance"] or 1.0,
+                target_size=args.target_size,
+                tolerance=1.0 if args.tolerance is None else args.tolerance,
             )
             save_vocabulary(vocabulary, args.output)
             return vocabulary
@@ -400,10 +401,10 @@ def prepare(parser):
         from kerasnmt.data.progress import WriterProgress
 
         started = time.monotonic()
-        processes = []
+        job_totals = []
 
         def progress(totals):
-            processes.extend(totals)
+            job_totals.extend(totals)
             return WriterProgress(totals, sys.stderr, every=args.progress_every)
 
         index = write_shards(
@@ -413,10 +414,10 @@ def prepare(parser):
             progress=progress,
         )
         seconds = time.monotonic() - started
-        examples = sum(processes)
+        examples = sum(job_totals)
         print(f"wrote {args.num_shards} shards and {index}: {examples} examples in "
               f"{seconds:.1f} s ({examples / max(seconds, 1e-9):.0f} examples/s, "
-              f"{len(processes)} process{'es' * (len(processes) != 1)})")
+              f"{len(job_totals)} process{'es' * (len(job_totals) != 1)})")
 
     return run
 

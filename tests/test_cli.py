@@ -109,9 +109,12 @@ def test_build_vocab_target_size(tmp_path, capsys, tokenized):
     assert run_cli(capsys, "build-vocab", *tokenized, "-o", output, "--target-size", 8,
                    "--tolerance", 15)[0] == 0
     assert load_vocabulary(output) == SPECIALS + ["the", "a", "cat", "dog"]
+    assert run_cli(capsys, "build-vocab", *tokenized, "-o", tmp_path / "exact", "--target-size",
+                   12, "--tolerance", 0)[0] == 0
+    assert len(load_vocabulary(tmp_path / "exact")) == 12
     status, _, err = run_cli(capsys, "build-vocab", *tokenized, "-o", tmp_path / "other",
-                             "--target-size", 9)
-    assert_one_line_error(status, err, "kerasnmt build-vocab: error:", "within 1% of 9 entries",
+                             "--target-size", 9, "--tolerance", 0)
+    assert_one_line_error(status, err, "kerasnmt build-vocab: error:", "within 0% of 9 entries",
                           "the closest is 7 entries (tokens seen at least 2 times)")
     assert not (tmp_path / "other").exists()
 
