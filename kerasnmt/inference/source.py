@@ -45,7 +45,8 @@ def source_features(preprocessor, sentences, maximum_source_length):
 
 def unknown_source_tokens(preprocessor, sentences):
     """How many tokens of each raw sentence the source vocabulary does not hold (each is
-    read as the unknown id), before any cut to a maximum length.
+    read as the unknown id), among those the preprocessor keeps (all, unless it was built
+    with a `maximum_source_length`; translation's own cut comes later).
 
     A SentencePiece vocabulary built with byte fallback gives 0 for any text; a vocabulary
     without it, or a word vocabulary, counts the pieces or words it never saw.
