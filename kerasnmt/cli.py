@@ -15,8 +15,10 @@ import inspect
 import os
 import signal
 import sys
+import time
 
 import numpy as np
+import sentencepiece
 import tensorflow as tf
 
 from kerasnmt.config import ConfigError, load_config
@@ -75,12 +77,23 @@ def build_vocab(parser):
     empty and whitespace-only lines add nothing) and write an OpenNMT-format
     vocabulary to --output: <blank>, <s>, </s>, then the tokens by decreasing
     frequency, ties by increasing token (code point order).
+    --target-size N keeps the tokens seen at least M times, the minimum frequency M found
+    by bisection so that the vocabulary comes closest to N entries (within --tolerance
+    percent, else an error naming the closest size).
 
     With --sentencepiece: train a SentencePiece model on raw text sampled with
     Tensor2Tensor's byte budget and write OUTPUT.model and OUTPUT.vocab, the
-    vocabulary listing <blank>, <s>, </s>, then the model's pieces in id order.
+    vocabulary listing <blank>, <s>, </s>, then the model's pieces in id order. The
+    model has byte fallback (unless --no-byte-fallback): its 256 byte pieces <0x00> ...
+    <0xFF> come first, a character the sample never showed is encoded as the pieces of
+    its UTF-8 bytes and decoded back, so any string survives; --size counts them.
 
     Input files are UTF-8, one sentence a line, plain or gzip (name ending .gz).
+
+    Get or build: OUTPUT.build.json records the inputs' SHA-256 digests, the options and
+    the output files' digests; when they all still match, the command says so in one line
+    and builds nothing (--force builds anyway). A changed input, option or output file is
+    built again, with a line saying what changed.
     """
     parser.add_argument("files", nargs="+", metavar="FILE", help="input text files")
     parser.add_argument(
@@ -108,6 +121,17 @@ def build_vocab(parser):
         "--size",
     )
     parser.add_argument(
+        "--target-size", type=positive_int, metavar="N",
+        help="instead of --size and --min-frequency (not with --sentencepiece): keep the tokens "
+        "seen at least M times, M found by bisection (Tensor2Tensor's build_to_target_size) "
+        "so that the number of entries, counting <blank>, <s>, </s>, comes closest to N",
+    )
+    parser.add_argument(
+        "--tolerance", type=float, metavar="PERCENT",
+        help="with --target-size, the largest distance to N accepted, in percent of N; "
+        "farther is an error naming the closest size (default: 1, as Tensor2Tensor)",
+    )
+    parser.add_argument(
         "--sentencepiece", action="store_true",
         help="train a SentencePiece model on raw (untokenized) text instead of counting tokens",
     )
@@ -127,6 +151,16 @@ def build_vocab(parser):
         "1.0; 0.9995 suits Chinese or Japanese)",
     )
     parser.add_argument(
+        "--force", action="store_true",
+        help="build even when OUTPUT was built from the same files and options (recorded in "
+        "OUTPUT.build.json), which is otherwise reused",
+    )
+    parser.add_argument(
+        "--no-byte-fallback", action="store_true",
+        help="with --sentencepiece, train without byte fallback: characters the sample "
+        "never showed become unknown tokens (kerasnmt translate reports them)",
+    )
+    parser.add_argument(
         "--utf8-errors", choices=ERROR_POLICIES, default="strict",
         help="on bytes that are not UTF-8: 'strict' stops with an error naming the file "
         "and line, 'replace' reads them as U+FFFD (default: %(default)s)",
@@ -138,35 +172,93 @@ def build_vocab(parser):
                 parser.error("--sentencepiece needs --size")
             if args.min_frequency != 1:
                 parser.error("--min-frequency does not apply to --sentencepiece")
-            vocabulary = train_sentencepiece(
-                args.files,
-                args.output,
-                args.size,
-                file_byte_budget=1e6 if args.file_byte_budget is None else args.file_byte_budget,
-                model_type=args.model_type or "unigram",
-                character_coverage=(
-                    1.0 if args.character_coverage is None else args.character_coverage
-                ),
-                size_multiple=args.size_multiple,
-                errors=args.utf8_errors,
-            )
-            print(f"wrote {args.output}.model and {args.output}.vocab "
-                  f"({len(vocabulary)} entries)")
-            return
+            if args.target_size is not None or args.tolerance is not None:
+                parser.error("--target-size and --tolerance do not apply to --sentencepiece")
+            options = {
+                "sentencepiece": sentencepiece.__version__,
+                "size": args.size,
+                "size_multiple": args.size_multiple,
+                "file_byte_budget": (1e6 if args.file_byte_budget is None
+                                     else args.file_byte_budget),
+                "model_type": args.model_type or "unigram",
+                "character_coverage": (1.0 if args.character_coverage is None
+                                       else args.character_coverage),
+                "byte_fallback": not args.no_byte_fallback,
+                "utf8_errors": args.utf8_errors,
+            }
+            outputs = [f"{args.output}.model", f"{args.output}.vocab"]
+
+            def build():
+                return train_sentencepiece(
+                    args.files, args.output, args.size,
+                    file_byte_budget=options["file_byte_budget"],
+                    model_type=options["model_type"],
+                    character_coverage=options["character_coverage"],
+                    size_multiple=args.size_multiple, errors=args.utf8_errors,
+                    byte_fallback=options["byte_fallback"],
+                )
+
+            return _get_or_build_vocabulary(args, options, outputs, build)
         for option in ("file_byte_budget", "model_type", "character_coverage"):
             if getattr(args, option) is not None:
                 parser.error(f"--{option.replace('_', '-')} needs --sentencepiece")
-        vocabulary = build_vocabulary(
-            args.files,
-            size=args.size,
-            min_frequency=args.min_frequency,
-            size_multiple=args.size_multiple,
-            errors=args.utf8_errors,
-        )
-        save_vocabulary(vocabulary, args.output)
-        print(f"wrote {args.output} ({len(vocabulary)} entries)")
+        if args.no_byte_fallback:
+            parser.error("--no-byte-fallback needs --sentencepiece")
+        if args.tolerance is not None and args.target_size is None:
+            parser.error("--tolerance needs --target-size")
+        if args.target_size is not None and (args.size is not None or args.min_frequency != 1):
+            parser.error("--target-size chooses the minimum frequency: give no --size or "
+                         "--min-frequency with it")
+        if args.tolerance is not None and not args.tolerance >= 0:
+            parser.error(f"--tolerance must be a percentage of at least 0, not {args.tolerance}")
+        options = {
+            "size": args.size,
+            "min_frequency": args.min_frequency,
+            "size_multiple": args.size_multiple,
+            "target_size": args.target_size,
+            "tolerance": (1.0 if args.tolerance is None else args.tolerance)
+            if args.target_size is not None else None,
+            "utf8_errors": args.utf8_errors,
+        }
+
+        def build():
+            vocabulary = build_vocabulary(
+                args.files, size=args.size, min_frequency=args.min_frequency,
+                size_multiple=args.size_multiple, errors=args.utf8_errors,
+                target_size=args.target_size,
+                tolerance=1.0 if args.tolerance is None else args.tolerance,
+            )
+            save_vocabulary(vocabulary, args.output)
+            return vocabulary
+
+        return _get_or_build_vocabulary(args, options, [args.output], build)
 
     return run
+
+
+def _get_or_build_vocabulary(args, options, outputs, build):
+    """Tensor2Tensor's get-or-generate: says so in one line and returns when `outputs` were
+    built from the same inputs and options (`kerasnmt.data.vocabulary_record`), else builds
+    them (saying why when a record disagrees) and records how."""
+    from kerasnmt.data.vocabulary_record import (
+        describe_inputs,
+        record_path,
+        stale_reason,
+        write_record,
+    )
+
+    inputs = describe_inputs(args.files)
+    reason = None if args.force else stale_reason(args.output, inputs, options, outputs)
+    names = " and ".join(outputs)
+    if reason is None and not args.force:
+        print(f"{names} up to date: built from the same files and options "
+              f"({record_path(args.output)}); --force builds again")
+        return
+    if reason is not None and os.path.exists(record_path(args.output)):
+        print(f"building {names} again: {reason}")
+    vocabulary = build()
+    write_record(args.output, inputs, options, outputs)
+    print(f"wrote {names} ({len(vocabulary)} entries)")
 
 
 @subcommand
@@ -240,6 +332,11 @@ def prepare(parser):
     same whatever --num-processes, and each run with the same seed writes the same
     bytes. Shards are written under temporary names and renamed when complete, and the
     index last: an interrupted run leaves no index, so no half-written corpus is read.
+
+    On a terminal (stderr), a bar per writing process shows its examples, examples/s
+    and ETA while it runs (process j writes shards j, j + N, ...); elsewhere nothing,
+    or a line per process every --progress-every examples. The summary at the end gives
+    the examples, the time and the rate.
     """
     parser.add_argument("source", metavar="SOURCE", help="source text, one sentence a line")
     parser.add_argument("target", metavar="TARGET", help="target text, line-aligned with SOURCE")
@@ -275,6 +372,12 @@ def prepare(parser):
     parser.add_argument(
         "--no-shuffle", action="store_true", help="keep the corpus order inside each shard"
     )
+    parser.add_argument(
+        "--progress-every", type=positive_int, metavar="N",
+        help="when stderr is not a terminal, print each writing process's progress line "
+        "every N examples (default: nothing until the summary; on a terminal a bar per "
+        "process is always shown)",
+    )
 
     def run(args):
         given = [name for name in ("source_vocabulary", "target_vocabulary",
@@ -294,12 +397,26 @@ def prepare(parser):
                 args.source_vocabulary, args.target_vocabulary,
                 args.source_sentencepiece, args.target_sentencepiece,
             )
+        from kerasnmt.data.progress import WriterProgress
+
+        started = time.monotonic()
+        job_totals = []
+
+        def progress(totals):
+            job_totals.extend(totals)
+            return WriterProgress(totals, sys.stderr, every=args.progress_every)
+
         index = write_shards(
             args.source, args.target, preprocessor, args.output_dir, name=args.name,
             alignment_file=args.alignments, num_shards=args.num_shards,
             num_processes=args.num_processes, seed=None if args.no_shuffle else args.seed,
+            progress=progress,
         )
-        print(f"wrote {args.num_shards} shards and {index}")
+        seconds = time.monotonic() - started
+        examples = sum(job_totals)
+        print(f"wrote {args.num_shards} shards and {index}: {examples} examples in "
+              f"{seconds:.1f} s ({examples / max(seconds, 1e-9):.0f} examples/s, "
+              f"{len(job_totals)} process{'es' * (len(job_totals) != 1)})")
 
     return run
 
@@ -833,7 +950,9 @@ def translate(parser):
     With --saved-model, the SavedModel decides the decoding options (fixed at export);
     with --config (and --checkpoint) or --model, they come from the configuration's
     params section (beam_width, length_penalty, ...). Sentences are translated in
-    batches of similar lengths; a progress bar is shown when --output is a file.
+    batches of similar lengths; a progress bar is shown when --output is a file. With
+    --config or --model, source tokens the source vocabulary lacks (read as <unk>) are
+    counted, and a warning on stderr says how many, in how many sentences.
 
     --output FILE is written whole or not at all: the translations go to a temporary
     file beside it, renamed to FILE once it holds one line per source line (N with
@@ -900,6 +1019,7 @@ def translate(parser):
                 build_shortlist(config, translator.preprocessor, args.shortlist),
             )
         sentences = _read_sentences(args.input)
+        unknown = None if args.saved_model else _unknown_source_tokens(translator, sentences)
         lines = (
             format_hypothesis(hypothesis, with_scores, with_alignments) + "\n"
             for n_best_list in _translate_in_order(sentences, translate_batch, batch_size,
@@ -908,14 +1028,46 @@ def translate(parser):
         )
         if not args.output:
             sys.stdout.writelines(lines)
+            _report_unknown_source_tokens(unknown, translator)
             return
         from kerasnmt.data.result_file import result_file
 
         with result_file(args.output, expected_lines=len(sentences) * n_best) as stream:
             stream.writelines(lines)
         print(f"wrote {len(sentences)} translations to {args.output}")
+        _report_unknown_source_tokens(unknown, translator)
 
     return run
+
+
+def _unknown_source_tokens(translator, sentences, block=1024):
+    """Each sentence's count of tokens the source vocabulary lacks (in blocks, to bound
+    memory)."""
+    from kerasnmt.decoding.source import unknown_source_tokens
+
+    counts = [unknown_source_tokens(translator.preprocessor, sentences[start:start + block])
+              for start in range(0, len(sentences), block)]
+    return np.concatenate(counts) if counts else np.zeros([0], np.int64)
+
+
+def _report_unknown_source_tokens(unknown, translator):
+    """One line on stderr when source tokens were unknown: they are translated as `<unk>`,
+    which loses them silently otherwise."""
+    if unknown is None or not unknown.any():
+        return
+    from kerasnmt.layers import SentencePieceTokenizer
+
+    tokens, sentences = int(unknown.sum()), int(np.count_nonzero(unknown))
+    hint = ""
+    tokenizer = translator.preprocessor.source_tokenizer
+    if isinstance(tokenizer, SentencePieceTokenizer) and not tokenizer.byte_fallback:
+        hint = ("; a SentencePiece vocabulary with byte fallback (kerasnmt build-vocab "
+                "--sentencepiece, without --no-byte-fallback) spells unseen characters in "
+                "bytes instead")
+    print(f"{PROGRAM} translate: warning: {tokens} source token{'s' * (tokens != 1)} in "
+          f"{sentences} of {len(unknown)} sentence{'s' * (len(unknown) != 1)} "
+          f"{'were' if tokens != 1 else 'was'} not in the source vocabulary and read as "
+          f"<unk>{hint}", file=sys.stderr)
 
 
 def _translate_in_order(sentences, translate_batch, batch_size, progress):

@@ -1,4 +1,6 @@
 import gzip
+import json
+import os
 import subprocess
 import sys
 
@@ -58,7 +60,8 @@ def test_help_explains_every_option(capsys):
     assert exit_info.value.code == 0
     text = " ".join(capsys.readouterr().out.split())
     for option in ["--output", "--size", "--min-frequency", "--size-multiple", "--sentencepiece",
-                   "--file-byte-budget", "--model-type", "--character-coverage", "--utf8-errors"]:
+                   "--file-byte-budget", "--model-type", "--character-coverage", "--utf8-errors",
+                   "--no-byte-fallback"]:
         assert option in text
     assert "counting <blank>, <s>, </s>" in text
     assert "averyunlikelytoken0" in text
@@ -99,17 +102,62 @@ def test_build_vocab_size_min_frequency_size_multiple(tmp_path, capsys, tokenize
     assert load_vocabulary(output)[12:] == [f"averyunlikelytoken{i}" for i in range(3)]
 
 
+def test_build_vocab_target_size(tmp_path, capsys, tokenized):
+    """Hand counts (the `tokenized` fixture): at least twice: the, a, cat, dog (7 entries);
+    at least once: 9 tokens (12 entries)."""
+    output = tmp_path / "vocab.txt"
+    assert run_cli(capsys, "build-vocab", *tokenized, "-o", output, "--target-size", 8,
+                   "--tolerance", 15)[0] == 0
+    assert load_vocabulary(output) == SPECIALS + ["the", "a", "cat", "dog"]
+    assert run_cli(capsys, "build-vocab", *tokenized, "-o", tmp_path / "exact", "--target-size",
+                   12, "--tolerance", 0)[0] == 0
+    assert len(load_vocabulary(tmp_path / "exact")) == 12
+    status, _, err = run_cli(capsys, "build-vocab", *tokenized, "-o", tmp_path / "other",
+                             "--target-size", 9, "--tolerance", 0)
+    assert_one_line_error(status, err, "kerasnmt build-vocab: error:", "within 0% of 9 entries",
+                          "the closest is 7 entries (tokens seen at least 2 times)")
+    assert not (tmp_path / "other").exists()
+
+
 def test_build_vocab_sentencepiece(tmp_path, capsys, raw):
     prefix = tmp_path / "sp"
     status, out, _ = run_cli(capsys, "build-vocab", raw, "-o", prefix, "--sentencepiece",
                              "--size", 45, "--size-multiple", 8, "--model-type", "bpe",
-                             "--file-byte-budget", "all")
+                             "--file-byte-budget", "all", "--no-byte-fallback")
     assert status == 0
     vocabulary = load_vocabulary(f"{prefix}.vocab")
     assert len(vocabulary) == 47  # 45 + 1 -> 48
     processor = sentencepiece.SentencePieceProcessor(model_file=f"{prefix}.model")
     assert vocabulary == SPECIALS + [processor.id_to_piece(i) for i in range(3, len(processor))]
     assert out == f"wrote {prefix}.model and {prefix}.vocab (47 entries)\n"
+
+
+def test_build_vocab_sentencepiece_has_byte_fallback_by_default(tmp_path, capsys, raw):
+    status, out, _ = run_cli(capsys, "build-vocab", raw, "-o", tmp_path / "sp", "--sentencepiece",
+                             "--size", 320)
+    assert status == 0 and out.endswith("(320 entries)\n")
+    vocabulary = load_vocabulary(tmp_path / "sp.vocab")
+    assert vocabulary[3:259] == [f"<0x{value:02X}>" for value in range(256)]
+    processor = sentencepiece.SentencePieceProcessor(model_file=str(tmp_path / "sp.model"))
+    ids = processor.encode("Zoë in 東京")
+    assert processor.unk_id() not in ids and processor.decode(ids) == "Zoë in 東京"
+    status, _, _ = run_cli(capsys, "build-vocab", raw, "-o", tmp_path / "plain",
+                           "--sentencepiece", "--size", 60, "--no-byte-fallback")
+    assert status == 0
+    assert "<0x00>" not in load_vocabulary(tmp_path / "plain.vocab")
+
+
+@pytest.mark.parametrize("argv, fragments", [
+    (["--size", "60"], ["Vocabulary size is smaller than required_chars",
+                        "byte fallback adds the 256 byte pieces", "--no-byte-fallback"]),
+    (["--size", "300", "--model-type", "word"], ["word model does not round-trip byte fallback",
+                                                 "--no-byte-fallback"]),
+])
+def test_byte_fallback_misfits_are_one_line_errors(tmp_path, capsys, raw, argv, fragments):
+    status, _, err = run_cli(capsys, "build-vocab", raw, "-o", tmp_path / "sp", "--sentencepiece",
+                             *argv)
+    assert_one_line_error(status, err, "kerasnmt build-vocab: error:", *fragments)
+    assert not (tmp_path / "sp.model").exists()
 
 
 def test_sentencepiece_byte_budget_is_passed_on(tmp_path, capsys, raw):
@@ -128,6 +176,12 @@ def test_sentencepiece_byte_budget_is_passed_on(tmp_path, capsys, raw):
     (["--model-type", "bpe"], "--model-type needs --sentencepiece"),
     (["--file-byte-budget", "1e6"], "--file-byte-budget needs --sentencepiece"),
     (["--character-coverage", "0.99"], "--character-coverage needs --sentencepiece"),
+    (["--no-byte-fallback"], "--no-byte-fallback needs --sentencepiece"),
+    (["--tolerance", "5"], "--tolerance needs --target-size"),
+    (["--target-size", "8", "--size", "9"], "--target-size chooses the minimum frequency"),
+    (["--target-size", "8", "--tolerance", "-1"], "--tolerance must be a percentage"),
+    (["--sentencepiece", "--size", "300", "--target-size", "8"],
+     "--target-size and --tolerance do not apply to --sentencepiece"),
     (["--size", "0"], "--size: must be a positive integer"),
     (["--size-multiple", "-8"], "--size-multiple: must be a positive integer"),
     (["--sentencepiece", "--size", "40", "--file-byte-budget", "0"],
@@ -189,7 +243,7 @@ def test_non_utf8_corpus_line_replaced_on_request(tmp_path, capsys):
     assert load_vocabulary(tmp_path / "v") == SPECIALS + ["bad", "line", "\ufffd("]
 
 
-@pytest.mark.parametrize("sentencepiece_options", [[], ["--sentencepiece", "--size", "40"]])
+@pytest.mark.parametrize("sentencepiece_options", [[], ["--sentencepiece", "--size", "320"]])
 def test_empty_corpus(tmp_path, capsys, sentencepiece_options):
     path = tmp_path / "empty.txt"
     path.write_text("\n   \n\t\n", encoding="utf-8")
@@ -240,3 +294,59 @@ def test_command_line_process_exits_2_without_traceback(tmp_path):
     errors = [line for line in result.stderr.splitlines() if line.startswith("kerasnmt")]
     assert errors == [result.stderr.splitlines()[-1]]
     assert f"{path}, line 2: not valid UTF-8" in errors[0]
+
+
+def test_build_vocab_reuses_a_vocabulary_built_from_the_same_inputs(tmp_path, capsys, tokenized):
+    """Get or generate: the same files and options reuse the vocabulary (one line); a
+    touched input too; a changed input, option or output builds it again, saying why;
+    --force builds it whatever the record says."""
+    output = tmp_path / "vocab.txt"
+    argv = ["build-vocab", *tokenized, "-o", output, "--min-frequency", 2]
+    status, out, _ = run_cli(capsys, *argv)
+    assert status == 0 and out == f"wrote {output} (7 entries)\n"
+    record = json.loads((tmp_path / "vocab.txt.build.json").read_text(encoding="utf-8"))
+    assert [entry["path"] for entry in record["inputs"]] == tokenized
+    assert record["options"]["min_frequency"] == 2
+    written = output.stat().st_mtime_ns
+
+    os.utime(tokenized[0], ns=(written + 10**9, written + 10**9))  # touched, not changed
+    status, out, _ = run_cli(capsys, *argv)
+    assert status == 0 and out == (f"{output} up to date: built from the same files and "
+                                   f"options ({output}.build.json); --force builds again\n")
+    assert output.stat().st_mtime_ns == written
+
+    status, out, _ = run_cli(capsys, *argv, "--force")
+    assert out == f"wrote {output} (7 entries)\n"
+
+    status, out, _ = run_cli(capsys, *argv[:-1], 1)
+    assert out.splitlines() == [
+        f"building {output} again: option min_frequency was 2, now 1",
+        f"wrote {output} (12 entries)"]
+
+    with open(tokenized[0], "a", encoding="utf-8") as file:
+        file.write("mat mat mat\n")
+    status, out, _ = run_cli(capsys, *argv[:-1], 1)
+    assert out.splitlines()[0] == (f"building {output} again: input {tokenized[0]} changed "
+                                   "since the build")
+    assert load_vocabulary(output)[3] == "mat"
+
+    output.write_text("\n".join(SPECIALS + ["edited"]) + "\n", encoding="utf-8")
+    status, out, _ = run_cli(capsys, *argv[:-1], 1)
+    assert out.splitlines()[0] == f"building {output} again: {output} changed since the build"
+    assert "edited" not in load_vocabulary(output)
+
+
+def test_build_vocab_reuses_a_sentencepiece_model(tmp_path, capsys, raw):
+    prefix = tmp_path / "sp"
+    argv = ["build-vocab", raw, "-o", prefix, "--sentencepiece", "--size", 320]
+    assert run_cli(capsys, *argv)[1] == f"wrote {prefix}.model and {prefix}.vocab (320 entries)\n"
+    model = (tmp_path / "sp.model").read_bytes()
+    assert run_cli(capsys, *argv)[1].startswith(f"{prefix}.model and {prefix}.vocab up to date")
+    (tmp_path / "sp.model").unlink()
+    status, out, _ = run_cli(capsys, *argv)
+    assert out.splitlines() == [f"building {prefix}.model and {prefix}.vocab again: "
+                                f"{prefix}.model does not exist",
+                                f"wrote {prefix}.model and {prefix}.vocab (320 entries)"]
+    assert (tmp_path / "sp.model").read_bytes() == model  # the same inputs, the same model
+    status, out, _ = run_cli(capsys, *argv, "--no-byte-fallback", "--size", 60)
+    assert out.splitlines()[0].endswith("again: option byte_fallback was True, now False")

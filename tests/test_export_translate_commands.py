@@ -23,11 +23,11 @@ from kerasnmt.decoding import BeamSampler
 from kerasnmt.models import Translator
 from kerasnmt.export.serving_warmup import WARMUP_FILE
 from kerasnmt.training_run import TRAINING_KEYS, build_sampler, restore_translator, train
-from tests.models.translator_fixtures import tiny_translator
+from tests.models.translator_fixtures import forbid_outside, tiny_translator
 from tests.run_fixtures import tiny_run, write_config, write_corpus
 
 # Long tests (training, exports, decoding): run first (tests/conftest.py).
-pytestmark = pytest.mark.heavy(125)
+pytestmark = pytest.mark.heavy(135)
 
 
 @pytest.fixture(scope="module")
@@ -531,3 +531,31 @@ def test_export_to_ctranslate2_refuses_bad_input_before_writing(trained_run, cap
                                "--config", config_path, "--force")
     assert status == 0, err
     assert read_translate_options(output)["translate_batch"]["beam_size"] == 2
+
+
+def test_unknown_source_tokens_are_reported_and_still_replaced(tmp_path, capsys):
+    """A model whose only possible output is the unknown target token: with
+    params.replace_unknown_target each one becomes the source token it attends to most
+    (for "zz", the only one); without, it stays <unk>. Either way stderr counts the source
+    tokens the vocabulary lacks ("zz"; "yy" and "qq"), in one line."""
+    directory = write_corpus(tmp_path)
+    translator = tiny_translator(seed=5)
+    forbid_outside(translator, [len(translator.preprocessor.target_vocabulary)])
+    translator.save(str(directory / "unknown.keras"))
+    (directory / "in.txt").write_text("a b\nzz\na yy c qq\nb\n", encoding="utf-8")
+    outputs = {}
+    for replace in (True, False):
+        config = write_config(directory, tiny_run(params={"replace_unknown_target": replace}),
+                              name=f"replace_{replace}.yml")
+        status, out, err = run_cli(capsys, "translate", "--model", directory / "unknown.keras",
+                                   "--config", config, "--input", directory / "in.txt",
+                                   "--no-xla")
+        assert status == 0, err
+        outputs[replace] = out.splitlines()
+        warnings = [line for line in err.splitlines() if "warning" in line]
+        assert warnings == ["kerasnmt translate: warning: 3 source tokens in 2 of 4 sentences "
+                            "were not in the source vocabulary and read as <unk>"]
+    assert len(outputs[True]) == 4
+    assert set(outputs[True][1].split()) == {"zz"}
+    assert set(outputs[False][1].split()) == {"<unk>"}
+    assert len(outputs[True][1].split()) == len(outputs[False][1].split())

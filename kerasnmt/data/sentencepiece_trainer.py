@@ -16,6 +16,8 @@ from kerasnmt.data.vocabulary import SPECIAL_TOKENS, save_vocabulary
 from kerasnmt.data.vocabulary_builder import pad_to_multiple
 
 MODEL_TYPES = ("unigram", "bpe", "char", "word")
+# With byte fallback a model also holds one piece per byte value, `<0x00>` ... `<0xFF>`.
+BYTE_PIECES = tuple(f"<0x{value:02X}>" for value in range(256))
 # SentencePiece's own <unk>, <s>, </s> take ids 0, 1, 2; they become the vocabulary's
 # <blank>, <s>, </s>, so every other piece keeps its SentencePiece id.
 _FIXED_OPTIONS = ("unk_id", "bos_id", "eos_id", "pad_id", "vocab_size", "model_type",
@@ -87,6 +89,7 @@ def train_sentencepiece(
     character_coverage=1.0,
     size_multiple=None,
     errors="strict",
+    byte_fallback=True,
     **trainer_options,
 ):
     """Trains a SentencePiece model and writes it with an OpenNMT-format vocabulary.
@@ -98,6 +101,12 @@ def train_sentencepiece(
     `<unk>`, `<s>`, `</s>` at ids 0, 1, 2 (and no padding piece), so each piece has
     the same id in the vocabulary as in the model, and `<unk>` maps to the
     vocabulary's out-of-vocabulary id.
+
+    With `byte_fallback` (the default), SentencePiece's `byte_fallback=True`: the model
+    and the vocabulary also hold the 256 byte pieces `<0x00>` ... `<0xFF>` (ids 3 to
+    258, `BYTE_PIECES`), a character the sample never showed is encoded as the pieces of
+    its UTF-8 bytes, and decoding joins them back into the character. Any string then
+    survives tokenization, and no source token is unknown.
 
     The model learns from the non-empty lines of `sample_lines_with_byte_budget`
     applied to each file, fed to SentencePiece as an iterator: nothing is written
@@ -122,6 +131,10 @@ def train_sentencepiece(
             extra entries are real pieces; a model with fewer pieces (`"char"`) is
             padded with filler tokens as in `build_vocabulary`.
         errors: `"strict"` (raise on bytes that are not UTF-8) or `"replace"`.
+        byte_fallback: encode unseen characters as byte pieces (see above); the 256
+            byte pieces count in `vocab_size`, which must then exceed 259 plus the
+            number of distinct characters of the sample. Not with the `"word"` model
+            type, whose decoding leaves the `▁` of a word spelled in bytes in the text.
         **trainer_options: further `sentencepiece.SentencePieceTrainer.train`
             options, e.g. `input_sentence_size`, `num_threads`, `seed_sentencepiece_size`,
             `minloglevel` (0 shows SentencePiece's progress log; default 1, quiet).
@@ -131,8 +144,9 @@ def train_sentencepiece(
 
     Raises:
         CorpusError: when the sample holds no text (naming the files), when
-            SentencePiece rejects it (e.g. `vocab_size` too large for it), or on a
-            line that is not UTF-8 (naming the file and line).
+            SentencePiece rejects it (e.g. `vocab_size` too large for it, or too small
+            for the byte pieces and the characters), or on a line that is not UTF-8
+            (naming the file and line).
 
     Examples:
         >>> import os, tempfile
@@ -140,15 +154,23 @@ def train_sentencepiece(
         >>> with open(os.path.join(directory, "train.en"), "w") as file:
         ...     _ = file.write("the cat sat on the mat\\na dog ran in the park\\n" * 10)
         >>> vocabulary = train_sentencepiece(
-        ...     [os.path.join(directory, "train.en")], os.path.join(directory, "sp"), 20)
-        >>> vocabulary[:3], len(vocabulary)
-        (['<blank>', '<s>', '</s>'], 20)
+        ...     [os.path.join(directory, "train.en")], os.path.join(directory, "sp"), 276)
+        >>> vocabulary[:5], vocabulary[258], len(vocabulary)
+        (['<blank>', '<s>', '</s>', '<0x00>', '<0x01>'], '<0xFF>', 276)
         >>> sorted(os.listdir(directory))
         ['sp.model', 'sp.vocab', 'train.en']
+        >>> len(train_sentencepiece([os.path.join(directory, "train.en")],
+        ...                         os.path.join(directory, "small"), 20, byte_fallback=False))
+        20
     """
     files = list(files)
     if model_type not in MODEL_TYPES:
         raise ValueError(f"model_type must be one of {MODEL_TYPES}, not {model_type!r}")
+    if byte_fallback and model_type == "word":
+        # SentencePiece decodes a word it spelled in bytes with its "▁" left in the text.
+        raise ValueError("SentencePiece's word model does not round-trip byte fallback "
+                         "(a word spelled in bytes keeps its '▁' when decoded): train it "
+                         "without byte fallback (byte_fallback=False, --no-byte-fallback)")
     fixed = sorted(set(trainer_options) & set(_FIXED_OPTIONS))
     if fixed:
         raise ValueError(f"train_sentencepiece sets {', '.join(fixed)} itself")
@@ -184,6 +206,7 @@ def train_sentencepiece(
             bos_id=1,
             eos_id=2,
             pad_id=-1,
+            byte_fallback=bool(byte_fallback),
             **options,
         )
     except RuntimeError as error:
@@ -191,9 +214,14 @@ def train_sentencepiece(
         if sampled_lines == 0:
             raise CorpusError(f"no text to train SentencePiece on: {names} hold only "
                               "empty or whitespace-only lines") from None
+        hint = ""
+        if byte_fallback and "smaller than required_chars" in str(error):
+            hint = (f" (byte fallback adds the {len(BYTE_PIECES)} byte pieces to the "
+                    "special tokens and the characters: raise the size, or train without "
+                    "byte fallback, --no-byte-fallback)")
         raise CorpusError(
             f"SentencePiece training on {sampled_lines} lines sampled from {names} "
-            f"failed: {error}"
+            f"failed: {error}{hint}"
         ) from None
     processor = sentencepiece.SentencePieceProcessor(model_proto=model.getvalue())
     pieces = [processor.id_to_piece(i) for i in range(len(SPECIAL_TOKENS), len(processor))]

@@ -33,6 +33,7 @@ import hashlib
 import json
 import multiprocessing
 import os
+import queue as queue_module
 import re
 
 import keras
@@ -258,14 +259,16 @@ class ShardTask:
 
 
 _worker_preprocessor = None
+_worker_queue = None
 
 
-def _load_preprocessor(config):
-    global _worker_preprocessor
+def _load_preprocessor(config, queue=None):
+    global _worker_preprocessor, _worker_queue
     _worker_preprocessor = keras.saving.deserialize_keras_object(config)
+    _worker_queue = queue
 
 
-def write_shard(task, preprocessor=None):
+def write_shard(task, preprocessor=None, progress=None):
     """Preprocesses the lines of one shard and writes it atomically.
 
     This is the per-shard function run by `write_shards` worker processes and by the
@@ -274,6 +277,8 @@ def write_shard(task, preprocessor=None):
     Args:
         task: a `ShardTask` (which lines, where to write, the seed).
         preprocessor: the preprocessor; `None` in a worker process, which loaded it.
+        progress: called with the number of examples of each chunk once it is
+            preprocessed, or None.
 
     Returns:
         `(shard, number_of_examples)`.
@@ -296,6 +301,8 @@ def write_shard(task, preprocessor=None):
         features, labels = tf.nest.map_structure(lambda t: t.numpy(), (features, labels))
         records.extend(serialize_chunk(features, labels, schema))
         lengths.append(np.stack([source_length(features), target_length(labels)], axis=1))
+        if progress is not None:
+            progress(len(chunk[0]))
     lengths = np.concatenate(lengths).astype(np.int32) if lengths else np.zeros([0, 2], np.int32)
     if task.seed is not None:
         order = np.random.default_rng([task.seed, task.shard]).permutation(len(records))
@@ -306,8 +313,12 @@ def write_shard(task, preprocessor=None):
     return task.shard, len(records)
 
 
-def _write_in_process(task):
-    return write_shard(task)
+def _write_job(job_and_tasks):
+    """A worker's job: its shards in turn, each chunk's example count sent to the parent's
+    progress queue."""
+    job, tasks = job_and_tasks
+    return [write_shard(task, progress=lambda examples: _worker_queue.put((job, examples)))
+            for task in tasks]
 
 
 _compiled = {}
@@ -433,6 +444,7 @@ def write_shards(
     num_shards=16,
     num_processes=1,
     seed=0,
+    progress=None,
 ):
     """Preprocesses a parallel corpus once into sharded TFRecord files.
 
@@ -449,6 +461,13 @@ def write_shards(
             config); the files written do not depend on it.
         seed: shuffles the examples inside each shard reproducibly; `None` keeps the
             corpus order.
+        progress: a function of the number of examples of each writing job (a list,
+            one a process) that returns what follows the writing: an object with
+            `update(job, examples)`, called as each chunk is preprocessed, and
+            `finish()`, called once every shard is written
+            (`kerasnmt.data.progress.WriterProgress`); None shows nothing. Process `j`
+            writes shards `j, j + num_processes, ...`, as ELECTRA's writer splits its
+            files.
 
     Returns:
         The path of the index file, for `read_shards` and `training_dataset(shards=...)`.
@@ -463,14 +482,60 @@ def write_shards(
     tasks, index, index_path = plan_shards(
         source_file, target_file, preprocessor, output_dir, name, alignment_file, num_shards, seed
     )
+    num_processes = min(num_processes, len(tasks))
+    jobs = [tasks[job::num_processes] for job in range(num_processes)]
+    totals = [sum(index["shards"][task.shard]["num_examples"] for task in job) for job in jobs]
+    reporter = None if progress is None else progress(totals)
     if num_processes == 1:
-        counts = [write_shard(task, preprocessor) for task in tasks]
+        update = None if reporter is None else (lambda examples: reporter.update(0, examples))
+        counts = [write_shard(task, preprocessor, update) for task in tasks]
     else:
-        config = keras.saving.serialize_keras_object(preprocessor)
-        context = multiprocessing.get_context("spawn")
-        with context.Pool(num_processes, initializer=_load_preprocessor, initargs=(config,)) as pool:
-            counts = pool.map(_write_in_process, tasks, chunksize=1)
+        counts = _write_jobs(jobs, preprocessor, reporter, sum(totals))
+    if reporter is not None:
+        reporter.finish()
     return finish_shards(index, index_path, counts)
+
+
+def _write_jobs(jobs, preprocessor, reporter, num_examples):
+    """Writes each job's shards in its own spawned process; with a `reporter`, forwards
+    the workers' chunk counts to it while they run."""
+    config = keras.saving.serialize_keras_object(preprocessor)
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue() if reporter is not None else None
+    with context.Pool(len(jobs), initializer=_load_preprocessor,
+                      initargs=(config, queue)) as pool:
+        if reporter is None:
+            results = pool.map(_write_job_silently, jobs, chunksize=1)
+        else:
+            pending = pool.map_async(_write_job, list(enumerate(jobs)), chunksize=1)
+            forwarded = 0
+            while not pending.ready():
+                forwarded += _forward(queue, reporter, timeout=0.1)
+            results = pending.get()
+            # A worker's last counts may still be in the queue's pipe after its result.
+            while forwarded < num_examples:
+                count = _forward(queue, reporter, timeout=5.0)
+                if not count:
+                    break
+                forwarded += count
+    return [count for job in results for count in job]
+
+
+def _write_job_silently(tasks):
+    return [write_shard(task) for task in tasks]
+
+
+def _forward(queue, reporter, timeout):
+    """Passes the queued `(job, examples)` counts to `reporter`, waiting up to `timeout`
+    seconds for the first; returns the number of examples passed."""
+    forwarded = 0
+    try:
+        while True:
+            job, examples = queue.get(timeout=timeout) if not forwarded else queue.get_nowait()
+            reporter.update(job, examples)
+            forwarded += examples
+    except queue_module.Empty:
+        return forwarded
 
 
 # --- Reading. ---

@@ -1,5 +1,6 @@
 """Raw source text -> the padded ids the decoder reads, as every translation path does it."""
 
+import numpy as np
 import tensorflow as tf
 
 from kerasnmt.layers.preprocessing_layer import drop_padding_tokens
@@ -40,3 +41,35 @@ def source_features(preprocessor, sentences, maximum_source_length):
         "length": tf.cast(features["length"], tf.int32),
         "tokens": tokens.to_tensor(""),
     }
+
+
+def unknown_source_tokens(preprocessor, sentences):
+    """How many tokens of each raw sentence the source vocabulary does not hold (each is
+    read as the unknown id), among those the preprocessor keeps (all, unless it was built
+    with a `maximum_source_length`; translation's own cut comes later).
+
+    A SentencePiece vocabulary built with byte fallback gives 0 for any text; a vocabulary
+    without it, or a word vocabulary, counts the pieces or words it never saw.
+
+    Args:
+        preprocessor: a `TranslationPreprocessor`.
+        sentences: raw strings, a list or 1-D array.
+
+    Returns:
+        An int64 NumPy array, one count a sentence.
+
+    Examples:
+        >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
+        >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
+        >>> preprocessor = TranslationPreprocessor(
+        ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary)
+        >>> unknown_source_tokens(preprocessor, ["a b", "a zz b yy", ""]).tolist()
+        [0, 2, 0]
+    """
+    if len(sentences) == 0:
+        return np.zeros([0], np.int64)
+    sentences = tf.strings.unicode_transcode(
+        tf.constant(list(sentences), tf.string), "UTF-8", "UTF-8", errors="replace",
+        replacement_char=0xFFFD)
+    ids = preprocessor(sentences)["ids"].numpy()
+    return np.sum(ids == len(preprocessor.source_vocabulary), axis=-1).astype(np.int64)

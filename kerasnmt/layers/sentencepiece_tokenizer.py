@@ -8,6 +8,7 @@ import sentencepiece
 import tensorflow as tf
 import tensorflow_text
 
+from kerasnmt.data.sentencepiece_trainer import BYTE_PIECES
 from kerasnmt.layers.preprocessing_layer import drop_padding_tokens
 from kerasnmt.layers.tokenizer import Tokenizer
 
@@ -31,6 +32,13 @@ class SentencePieceTokenizer(Tokenizer):
 
     The serialized model is embedded in `get_config()` (base64), so `from_config` alone rebuilds
     a working layer and a `.keras` file is self-contained: no asset file to keep next to it.
+
+    A model trained with byte fallback (`kerasnmt build-vocab --sentencepiece` trains one by
+    default; `byte_fallback` tells) encodes a character it never saw as the pieces of its
+    UTF-8 bytes, `<0xE6>`, `<0x9D>`, ..., and `detokenize` joins them back into the
+    character: the SentencePiece op of `tensorflow_text` does both, in the graph and in a
+    SavedModel. Detokenized text is the NFKC-normalized input (SentencePiece's default
+    normalization): a combining mark that has a precomposed form comes back composed.
 
     Set seeds (`keras.utils.set_random_seed`, `tf.random.set_seed`) before creating the
     layer: they reset TensorFlow's eager kernel cache, which holds the SentencePiece model
@@ -71,6 +79,21 @@ class SentencePieceTokenizer(Tokenizer):
         >>> tokenizer.vocabulary_size(), tokenizer.token_to_id("▁can"), tokenizer.id_to_token(0)
         (10, 4, '<unk>')
 
+        With byte fallback, an unseen character becomes its bytes and comes back whole:
+
+        >>> model = io.BytesIO()
+        >>> sentencepiece.SentencePieceTrainer.train(
+        ...     sentence_iterator=iter(["he can", "door open", "I like it"] * 5),
+        ...     model_writer=model, vocab_size=280, byte_fallback=True,
+        ...     hard_vocab_limit=False, minloglevel=2)
+        >>> tokenizer = SentencePieceTokenizer(model.getvalue())
+        >>> tokenizer.byte_fallback
+        True
+        >>> [piece.decode() for piece in tokenizer("he can ë").numpy()][-3:]
+        ['▁', '<0xC3>', '<0xAB>']
+        >>> tokenizer.detokenize(tokenizer("he can ë")).numpy().decode()
+        'he can ë'
+
     References:
         [Kudo and Richardson, 2018](https://arxiv.org/abs/1808.06226);
         [Kudo, 2018](https://arxiv.org/abs/1804.10959) (subword regularization);
@@ -87,6 +110,9 @@ class SentencePieceTokenizer(Tokenizer):
         self.model = model
         self.sampling_alpha = sampling_alpha
         self.proto, self._processor = _read_model(model)
+        self.byte_fallback = all(
+            self._processor.IsByte(self._processor.piece_to_id(piece)) for piece in BYTE_PIECES
+        )
         self._sentencepiece = tensorflow_text.SentencepieceTokenizer(
             self.proto, out_type=tf.string
         )
@@ -146,6 +172,13 @@ class SentencePieceTokenizer(Tokenizer):
         the unknown piece's id, as SentencePiece's `piece_to_id` does."""
         return self._processor.piece_to_id(token)
 
+    @property
+    def model_name(self):
+        """The model's file, for messages (or a phrase when the model was given as bytes)."""
+        if isinstance(self.model, bytes):
+            return "the SentencePiece model given as bytes"
+        return os.fspath(self.model)
+
     def get_config(self):
         config = super().get_config()
         config["model"] = base64.b64encode(self.proto).decode("ascii")
@@ -157,6 +190,54 @@ class SentencePieceTokenizer(Tokenizer):
         config = dict(config)
         config["model"] = base64.b64decode(config["model"])
         return cls(**config)
+
+
+def check_byte_fallback_vocabulary(tokenizer, vocabulary, vocabulary_name):
+    """Refuses a vocabulary and a SentencePiece model that disagree on byte fallback.
+
+    A byte-fallback model needs every byte piece in the vocabulary (a missing one would
+    turn the bytes of unseen characters into unknown ids); a vocabulary that holds the
+    byte pieces needs a model that produces and decodes them (one without byte fallback
+    would give unknown characters as unknown tokens and never use those ids).
+
+    Args:
+        tokenizer: a `SentencePieceTokenizer`.
+        vocabulary: the tokens of the vocabulary paired with it.
+        vocabulary_name: the vocabulary's file, or a phrase, for the message.
+
+    Raises:
+        ValueError: naming the model file and the vocabulary.
+
+    Examples:
+        >>> import io, sentencepiece
+        >>> model = io.BytesIO()
+        >>> sentencepiece.SentencePieceTrainer.train(
+        ...     sentence_iterator=iter(["he can", "door open"] * 5), model_writer=model,
+        ...     model_type="word", vocab_size=7, minloglevel=2)
+        >>> vocabulary = ["<blank>", "<s>", "</s>"] + list(BYTE_PIECES) + ["▁he"]
+        >>> check_byte_fallback_vocabulary(
+        ...     SentencePieceTokenizer(model.getvalue()), vocabulary, "vocab.txt")
+        Traceback (most recent call last):
+        ...
+        ValueError: the SentencePiece model given as bytes has no byte fallback, but vocab.txt holds the 256 byte pieces <0x00> ... <0xFF> of a model trained with it: use the model built with this vocabulary (build-vocab --sentencepiece writes OUTPUT.model beside OUTPUT.vocab)
+    """
+    present = set(vocabulary)
+    missing = [piece for piece in BYTE_PIECES if piece not in present]
+    if tokenizer.byte_fallback and missing:
+        raise ValueError(
+            f"{tokenizer.model_name} encodes unseen characters as byte pieces (byte "
+            f"fallback), but {vocabulary_name} lacks {len(missing)} of the "
+            f"{len(BYTE_PIECES)} (e.g. {missing[0]}), whose bytes would become unknown: use "
+            "the vocabulary built with this model (build-vocab --sentencepiece writes "
+            "OUTPUT.vocab beside OUTPUT.model)"
+        )
+    if not tokenizer.byte_fallback and not missing:
+        raise ValueError(
+            f"{tokenizer.model_name} has no byte fallback, but {vocabulary_name} holds the "
+            f"{len(BYTE_PIECES)} byte pieces {BYTE_PIECES[0]} ... {BYTE_PIECES[-1]} of a "
+            "model trained with it: use the model built with this vocabulary "
+            "(build-vocab --sentencepiece writes OUTPUT.model beside OUTPUT.vocab)"
+        )
 
 
 def _read_model(model):

@@ -1,6 +1,7 @@
 """A translation model's preprocessing: text to ids (and alignments), and ids back to text."""
 
 import base64
+import os
 
 import keras
 import keras_hub
@@ -9,6 +10,10 @@ import tensorflow as tf
 from kerasnmt.data.vocabulary import SPECIAL_TOKENS
 from kerasnmt.layers.pharaoh_alignment import PharaohAlignment
 from kerasnmt.layers.preprocessing_layer import PreprocessingLayer
+from kerasnmt.layers.sentencepiece_tokenizer import (
+    SentencePieceTokenizer,
+    check_byte_fallback_vocabulary,
+)
 from kerasnmt.layers.tokenizer import Tokenizer
 from kerasnmt.layers.vocab_lookup import VocabLookup
 
@@ -128,6 +133,14 @@ class TranslationPreprocessor(PreprocessingLayer):
             target_vocabulary, side="target", maximum_length=maximum_target_length,
             name="target_lookup",
         )
+        for side, tokenizer, vocabulary, lookup in (
+            ("source", source_tokenizer, source_vocabulary, self.source_lookup),
+            ("target", target_tokenizer, target_vocabulary, self.target_lookup),
+        ):
+            if isinstance(tokenizer, SentencePieceTokenizer):
+                name = (os.fspath(vocabulary) if isinstance(vocabulary, (str, os.PathLike))
+                        else f"the {side} vocabulary")
+                check_byte_fallback_vocabulary(tokenizer, lookup.vocabulary, name)
         self.alignment_densifier = PharaohAlignment(name="alignment_densifier")
         self._target_tokenizer_ids = None
         if _is_keras_hub(target_tokenizer):  # it detokenizes its own ids, not tokens

@@ -1,10 +1,14 @@
-"""`kerasnmt prepare`: shards from the command line, and its bad-input errors."""
+"""`kerasnmt prepare`: shards from the command line, its progress, and its bad-input
+errors."""
+
+import re
 
 import tensorflow as tf
 
 from kerasnmt.cli import main
 from kerasnmt.data.shards import load_shards_index, read_shards
 from kerasnmt.data.vocabulary import save_vocabulary
+from tests.layers import tiny_sentencepiece
 
 
 def _files(tmp_path, source_lines, target_lines):
@@ -76,3 +80,42 @@ def test_prepare_takes_the_preprocessing_of_a_run_configuration(tmp_path, capsys
     status = main(["prepare", *arguments[:2], "-o", str(tmp_path / "t")])
     assert status == 2
     assert "give --source-vocabulary and --target-vocabulary, or --config" in capsys.readouterr().err
+
+
+def test_prepare_is_quiet_off_a_terminal_and_ends_with_a_summary(tmp_path, capsys):
+    arguments = _files(tmp_path, ["a b", "b", "a a a"], ["x", "y x", "q"])
+    status = main(["prepare", *arguments, "-o", str(tmp_path / "shards"), "--num-shards", "2"])
+    captured = capsys.readouterr()
+    assert status == 0 and captured.err == ""
+    assert re.fullmatch(rf"wrote 2 shards and {re.escape(str(tmp_path))}/shards/train\.index"
+                        r"\.json: 3 examples in \d+\.\d s \(\d+ examples/s, 1 process\)\n", captured.out)
+
+
+def test_prepare_prints_a_line_every_n_examples_off_a_terminal(tmp_path, capsys):
+    """Two shards of 1 and 2 examples, written by one process, a line every example: at 1
+    and at 3 (the second shard's chunk passes 2 and 3 at once)."""
+    arguments = _files(tmp_path, ["a b", "b", "a a a"], ["x", "y x", "q"])
+    status = main(["prepare", *arguments, "-o", str(tmp_path / "shards"), "--num-shards", "2",
+                   "--progress-every", "1"])
+    captured = capsys.readouterr()
+    assert status == 0
+    lines = captured.err.splitlines()
+    assert len(lines) == 2
+    assert re.fullmatch(r"job 1/1: 1/3 examples \(33%\), \d+ examples/s, ETA \w+", lines[0])
+    assert re.fullmatch(r"job 1/1: 3/3 examples \(100%\), \d+ examples/s, ETA 0s", lines[1])
+
+
+def test_prepare_refuses_a_byte_fallback_model_with_a_vocabulary_without_byte_pieces(
+        tmp_path, capsys):
+    arguments = _files(tmp_path, ["a b"], ["x"])
+    model = tmp_path / "bytes.model"
+    model.write_bytes(tiny_sentencepiece.train("unigram", 300, tuple(["a b a", "b a"] * 10),
+                                               byte_fallback=True, hard_vocab_limit=False))
+    status = main(["prepare", *arguments, "-o", str(tmp_path / "shards"),
+                   "--source-sentencepiece", str(model)])
+    error = capsys.readouterr().err
+    assert status == 2 and error.count("\n") == 1
+    assert error.startswith(f"kerasnmt prepare: error: {model} encodes unseen characters as "
+                            f"byte pieces (byte fallback), but {tmp_path / 'vocab.src'} lacks "
+                            "256 of the 256")
+    assert not (tmp_path / "shards").exists()

@@ -4,6 +4,7 @@ import pytest
 import sentencepiece
 
 from kerasnmt.data.sentencepiece_trainer import (
+    BYTE_PIECES,
     sample_lines_with_byte_budget,
     train_sentencepiece,
 )
@@ -130,7 +131,8 @@ def pieces_of(model_path):
 
 @pytest.mark.parametrize("model_type", ["unigram", "bpe"])
 def test_trained_model_pieces_are_the_vocabulary(tmp_path, corpus, model_type):
-    vocabulary = train_sentencepiece([corpus], tmp_path / "sp", 50, model_type=model_type)
+    vocabulary = train_sentencepiece([corpus], tmp_path / "sp", 50, model_type=model_type,
+                                     byte_fallback=False)
     assert load_vocabulary(tmp_path / "sp.vocab") == vocabulary
     assert len(vocabulary) == 50
     processor, pieces = pieces_of(tmp_path / "sp.model")
@@ -146,7 +148,8 @@ def test_trained_model_pieces_are_the_vocabulary(tmp_path, corpus, model_type):
 
 def test_size_multiple_raises_the_sentencepiece_size(tmp_path, corpus):
     # 45 + 1 = 46; the next multiple of 8 is 48, so 47 entries, all real pieces.
-    vocabulary = train_sentencepiece([corpus], tmp_path / "sp", 45, size_multiple=8)
+    vocabulary = train_sentencepiece([corpus], tmp_path / "sp", 45, size_multiple=8,
+                                     byte_fallback=False)
     assert len(vocabulary) == 47
     _, pieces = pieces_of(tmp_path / "sp.model")
     assert vocabulary == SPECIALS + pieces[3:]
@@ -157,7 +160,7 @@ def test_char_model_below_the_size_is_padded_with_fillers(tmp_path):
     path.write_text("abc cab\n" * 5, encoding="utf-8")
     # A char model has one piece per character: <unk> <s> </s> ▁ a b c, whatever the size.
     vocabulary = train_sentencepiece([path], tmp_path / "sp", 30, model_type="char",
-                                     size_multiple=5)
+                                     size_multiple=5, byte_fallback=False)
     # 7 entries + 1 = 8, padded to 10: 9 entries, 2 fillers.
     assert sorted(vocabulary[3:7]) == ["a", "b", "c", "▁"]
     assert vocabulary[7:] == ["averyunlikelytoken0", "averyunlikelytoken1"]
@@ -174,9 +177,11 @@ def test_training_uses_only_the_sampled_lines(tmp_path):
     size = path.stat().st_size
     budget = size / 3  # countermax = int(1.5) = 1
     assert {line for _, line in sample_lines_with_byte_budget(path, budget)} <= set(SENTENCES)
-    vocabulary = train_sentencepiece([path], tmp_path / "sp", 40, file_byte_budget=budget)
+    vocabulary = train_sentencepiece([path], tmp_path / "sp", 40, file_byte_budget=budget,
+                                     byte_fallback=False)
     assert not any(set(token) & set("жукёща") for token in vocabulary)
-    everything = train_sentencepiece([path], tmp_path / "all", 40, file_byte_budget=None)
+    everything = train_sentencepiece([path], tmp_path / "all", 40, file_byte_budget=None,
+                                     byte_fallback=False)
     assert any(set(token) & set("жукёща") for token in everything)
 
 
@@ -212,3 +217,40 @@ def test_invalid_utf8_names_file_and_line(tmp_path, corpus):
 def test_bad_arguments(tmp_path, corpus, arguments, error, message):
     with pytest.raises(error, match=message):
         train_sentencepiece([corpus], tmp_path / "sp", **arguments)
+
+
+def test_byte_fallback_is_the_default(tmp_path, corpus):
+    """The 256 byte pieces take ids 3 to 258 in the model and the vocabulary; a character
+    the corpus never showed is encoded as its UTF-8 bytes and decoded back."""
+    vocabulary = train_sentencepiece([corpus], tmp_path / "sp", 320)
+    assert vocabulary[3:259] == [f"<0x{value:02X}>" for value in range(256)]
+    assert vocabulary[3:259] == list(BYTE_PIECES)
+    processor, pieces = pieces_of(tmp_path / "sp.model")
+    assert vocabulary == SPECIALS + pieces[3:]
+    text = "Zoë in 東京 🙂"
+    encoded = processor.encode(text, out_type=str)
+    assert processor.unk_id() not in processor.encode(text)
+    # "ë" is C3 AB, "東" E6 9D B1, "京" E4 BA AC, "🙂" F0 9F 99 82.
+    for character in "ë東京🙂":
+        bytes_ = [f"<0x{byte:02X}>" for byte in character.encode()]
+        assert any(encoded[i:i + len(bytes_)] == bytes_ for i in range(len(encoded)))
+    assert processor.decode(processor.encode(text)) == text
+    without = train_sentencepiece([corpus], tmp_path / "plain", 60, byte_fallback=False)
+    assert not set(BYTE_PIECES) & set(without)
+    assert 0 in sentencepiece.SentencePieceProcessor(
+        model_file=str(tmp_path / "plain.model")).encode(text)  # <unk>
+
+
+def test_byte_fallback_needs_room_for_the_byte_pieces(tmp_path, corpus):
+    with pytest.raises(CorpusError, match=r"Vocabulary size is smaller than required_chars\. "
+                       r"100 vs \d+.* \(byte fallback adds the 256 byte pieces to the special "
+                       r"tokens and the characters: raise the size, or train without byte "
+                       r"fallback, --no-byte-fallback\)"):
+        train_sentencepiece([corpus], tmp_path / "sp", 100)
+
+
+def test_a_word_model_is_refused_byte_fallback(tmp_path, corpus):
+    with pytest.raises(ValueError, match=r"word model does not round-trip byte fallback .* "
+                       r"--no-byte-fallback"):
+        train_sentencepiece([corpus], tmp_path / "sp", 300, model_type="word")
+    assert not (tmp_path / "sp.model").exists()

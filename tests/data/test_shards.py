@@ -238,3 +238,44 @@ def test_a_killed_writer_leaves_no_partial_shard_under_a_final_name(corpus, tmp_
             assert sum(1 for _ in tf.data.TFRecordDataset(str(output / name))) == 80
     with pytest.raises(ShardsError, match="expected one NAME.index.json"):
         read_shards(str(output))
+
+
+class RecordedProgress:
+    """What `write_shards` reports: the jobs' totals and every `update(job, examples)`."""
+
+    def __init__(self, totals):
+        self.totals = totals
+        self.updates = []
+        self.finished = False
+
+    def update(self, job, examples):
+        assert not self.finished
+        self.updates.append((job, examples))
+
+    def finish(self):
+        self.finished = True
+
+
+@pytest.mark.parametrize("processes", [1, 3])
+def test_progress_counts_each_writing_process_examples(corpus, preprocessor, tmp_path,
+                                                       processes):
+    """240 lines in 7 shards of 34, 34, 34, 35, 34, 34, 35 examples: process j writes
+    shards j, j + P, ...; its updates (one a chunk of at most 256) add up to its total,
+    from its worker process as from this one, and the files do not depend on it."""
+    reports = []
+
+    def progress(totals):
+        reports.append(RecordedProgress(totals))
+        return reports[-1]
+
+    write_shards(corpus["en"], corpus["de"], preprocessor, str(tmp_path / "shards"),
+                 num_shards=7, num_processes=processes, seed=5, progress=progress)
+    (report,) = reports
+    sizes = [34, 34, 34, 35, 34, 34, 35]
+    assert report.totals == [sum(sizes[j::processes]) for j in range(processes)]
+    assert report.finished
+    assert sorted(report.updates) == sorted((j, size) for j in range(processes)
+                                            for size in sizes[j::processes])
+    write_shards(corpus["en"], corpus["de"], preprocessor, str(tmp_path / "silent"),
+                 num_shards=7, num_processes=processes, seed=5)
+    assert _digests(tmp_path / "shards") == _digests(tmp_path / "silent")

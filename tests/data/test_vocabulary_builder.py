@@ -1,10 +1,16 @@
 import gzip
 
+import numpy as np
 import pytest
 
 from kerasnmt.data.text_files import CorpusError
 from kerasnmt.data.vocabulary import VocabularyError, load_vocabulary, save_vocabulary
-from kerasnmt.data.vocabulary_builder import build_vocabulary, count_tokens, pad_to_multiple
+from kerasnmt.data.vocabulary_builder import (
+    build_vocabulary,
+    count_tokens,
+    min_frequency_for_target_size,
+    pad_to_multiple,
+)
 
 SPECIALS = ["<blank>", "<s>", "</s>"]
 
@@ -160,3 +166,52 @@ def test_invalid_utf8_names_file_and_line(tmp_path):
 def test_bad_arguments(corpus, arguments, message):
     with pytest.raises(ValueError, match=message):
         build_vocabulary(corpus, **arguments)
+
+
+def brute_force_target_size(counts, target_size):
+    """Every minimum frequency tried: the closest size, ties to the smaller frequency."""
+    sizes = {m: 3 + sum(c >= m for c in counts.values())
+             for m in range(1, max(counts.values()) + 2)}
+    best = min(sizes, key=lambda m: (abs(sizes[m] - target_size), m))
+    return best, sizes[best]
+
+
+@pytest.fixture
+def zipf_corpus(tmp_path):
+    """Token t_k occurs 60 // k times (k = 1 ... 40): many ties among the rare ones."""
+    rng = np.random.default_rng(0)
+    tokens = [f"t{k}" for k in range(1, 41) for _ in range(60 // k)]
+    rng.shuffle(tokens)
+    path = tmp_path / "zipf.tok"
+    path.write_text("\n".join(" ".join(tokens[i:i + 7]) for i in range(0, len(tokens), 7)) + "\n",
+                    encoding="utf-8")
+    return path
+
+
+def test_target_size_bisection_equals_a_brute_force_search(zipf_corpus):
+    counts = count_tokens([zipf_corpus])
+    assert counts["t1"] == 60 and counts["t7"] == 8 and counts["t40"] == 1
+    for target_size in range(4, 50):
+        expected = brute_force_target_size(counts, target_size)
+        assert min_frequency_for_target_size(counts, target_size, tolerance=100) == expected
+        min_frequency, size = expected
+        vocabulary = build_vocabulary([zipf_corpus], target_size=target_size, tolerance=100)
+        assert len(vocabulary) == size
+        assert all(counts[token] >= min_frequency for token in vocabulary[3:])
+        assert not [t for t, c in counts.items() if c >= min_frequency and t not in vocabulary]
+
+
+def test_target_size_out_of_tolerance_names_the_closest_size(zipf_corpus):
+    # By hand: counts 60 // k for k = 1..40; 20 tokens are seen at least 3 times (k <= 20)
+    # and 30 at least twice (k <= 30): sizes 23 and 33, nothing between.
+    counts = count_tokens([zipf_corpus])
+    assert min_frequency_for_target_size(counts, 23, tolerance=0) == (3, 23)
+    assert min_frequency_for_target_size(counts, 28, tolerance=20) == (2, 33)  # tie: larger
+    with pytest.raises(ValueError, match=r"zipf\.tok: no minimum frequency gives a vocabulary "
+                       r"within 1% of 28 entries: the closest is 33 entries \(tokens seen at "
+                       r"least 2 times\)"):
+        build_vocabulary([zipf_corpus], target_size=28)
+    with pytest.raises(ValueError, match="give no size or min_frequency with it"):
+        build_vocabulary([zipf_corpus], target_size=28, size=10)
+    with pytest.raises(ValueError, match="target_size must be larger than 3"):
+        min_frequency_for_target_size(counts, 3)

@@ -19,7 +19,7 @@ def test_quickstart_trains_exports_and_scores_through_the_saved_model(tmp_path):
     saved_models = tmp_path / "saved_models" / "quickstart"
     command = [
         sys.executable, str(REPOSITORY / "examples" / "quickstart" / "quickstart.py"),
-        "--tiny", "--max-step", "8", "--test-sentences", "8", "--vocabulary-size", "200",
+        "--tiny", "--max-step", "8", "--test-sentences", "8", "--vocabulary-size", "400",
         "--workdir", str(tmp_path / "run"), "--saved-models", str(saved_models),
     ]
     completed = subprocess.run(command, capture_output=True, text=True, timeout=300,

@@ -383,7 +383,8 @@ def test_sentencepiece_models_are_written_beside_the_model(tmp_path):
     beside the model, `tokenizers` splits text into the preprocessor's pieces, and an
     untrained model's greedy translations (text) equal kerasnmt's."""
     train_sentencepiece([QUICKSTART_DATA / "train.en", QUICKSTART_DATA / "train.de"],
-                        str(tmp_path / "sp"), 120, file_byte_budget=20000)
+                        str(tmp_path / "sp"), 120, file_byte_budget=20000,
+                        byte_fallback=False)
     # Seeded first: tf.random.set_seed clears TensorFlow's kernel cache, which destroys the
     # SentencePiece op resources of tokenizers created before it.
     keras.utils.set_random_seed(4)

@@ -94,7 +94,8 @@ def sentencepiece_export(tmp_path_factory):
     has XLA)."""
     directory = tmp_path_factory.mktemp("sentencepiece")
     train_sentencepiece([QUICKSTART_DATA / "train.en", QUICKSTART_DATA / "train.de"],
-                        str(directory / "sp"), 120, file_byte_budget=20000)
+                        str(directory / "sp"), 120, file_byte_budget=20000,
+                        byte_fallback=False)
     # Seeded first: tf.random.set_seed clears TensorFlow's kernel cache, which destroys the
     # SentencePiece op resources of tokenizers created before it.
     keras.utils.set_random_seed(4)

@@ -1,3 +1,6 @@
+import base64
+import unicodedata
+
 import keras
 import keras_hub
 import numpy as np
@@ -8,6 +11,7 @@ import tensorflow as tf
 from kerasnmt.layers import SentencePieceTokenizer
 from tests.layer_test_helper import run_layer_test
 from tests.layers import tiny_sentencepiece
+from tests.saved_model_process import run_without_keras
 
 SUBWORD_TEXT = [
     "he can open the door", "a cat in a bad day", "today I like the good bat",
@@ -176,3 +180,68 @@ def test_sampling_alpha_survives_the_config_and_is_checked(word_model):
     for alpha in (0.0, 1.0, -0.1):
         with pytest.raises(ValueError, match=f"sampling_alpha must be in \\(0, 1\\) or None, got {alpha}"):
             SentencePieceTokenizer(word_model, sampling_alpha=alpha)
+
+
+# Characters the training text (SUBWORD_TEXT, lowercase ASCII and "I") never shows: an
+# umlaut, CJK, emoji (one with a skin-tone modifier), uppercase ASCII, combining marks
+# with no precomposed form, and one with a precomposed form (which NFKC composes).
+UNSEEN_TEXT = ["Zoë lives in 東京", "🙂 👍🏽", "the QX-7 door", "q\u0303 and ŋ\u0301", "cafe\u0301",
+               "Ωmega ≠ omega"]
+
+
+@pytest.fixture(scope="module")
+def byte_fallback_model():
+    return tiny_sentencepiece.train("unigram", 320, tuple(SUBWORD_TEXT * 10), byte_fallback=True,
+                                    hard_vocab_limit=False)
+
+
+def normalized(text):
+    """What SentencePiece's default normalization (nmt_nfkc) makes of these strings."""
+    return unicodedata.normalize("NFKC", text)
+
+
+def test_byte_fallback_round_trips_unseen_characters(byte_fallback_model):
+    """Eagerly, in a batch and in `tf.data`, unseen characters come out as the byte pieces
+    of their UTF-8 and come back whole (NFKC-normalized: "e" + U+0301 becomes "é")."""
+    tokenizer = SentencePieceTokenizer(byte_fallback_model)
+    assert tokenizer.byte_fallback
+    assert not SentencePieceTokenizer(tiny_sentencepiece.train()).byte_fallback
+    expected = [normalized(text).encode() for text in UNSEEN_TEXT]
+    assert expected[4] == "café".encode() and expected[3] == "q\u0303 and ŋ\u0301".encode()
+    pieces = tokenizer(UNSEEN_TEXT)
+    assert tokenizer.detokenize(pieces).numpy().tolist() == expected
+    assert tokenizer.detokenize(pieces.to_tensor()).numpy().tolist() == expected
+    # "東" is E6 9D B1, "京" E4 BA AC: six byte pieces after the "▁" of the word.
+    east = [f"<0x{byte:02X}>".encode() for byte in "東京".encode()]
+    row = pieces[0].numpy().tolist()
+    assert row[-6:] == east and row[-7] == "▁".encode()
+    dataset = tf.data.Dataset.from_tensor_slices(UNSEEN_TEXT).map(tokenizer)
+    assert list(dataset.map(tokenizer.detokenize).as_numpy_iterator()) == expected
+    batched = tf.data.Dataset.from_tensor_slices(UNSEEN_TEXT).batch(4).map(tokenizer)
+    assert [text for batch in batched.map(tokenizer.detokenize).as_numpy_iterator()
+            for text in batch.tolist()] == expected
+    # No piece is unknown to the model: every character is its own piece or its bytes.
+    processor = sentencepiece.SentencePieceProcessor(model_proto=byte_fallback_model)
+    assert processor.unk_id() not in [i for row in processor.encode(UNSEEN_TEXT) for i in row]
+
+
+def test_byte_fallback_round_trips_in_a_saved_model_without_kerasnmt(byte_fallback_model,
+                                                                    tmp_path):
+    """The SentencePiece op alone (no Keras, kerasnmt or tensorflow_text import) encodes
+    the byte pieces and decodes them back."""
+    tokenizer = SentencePieceTokenizer(byte_fallback_model)
+    archive = keras.export.ExportArchive()
+    archive.track(tokenizer)
+
+    def round_trip(source):
+        pieces = tokenizer(source)
+        return {"text": tokenizer.detokenize(pieces), "pieces": pieces.to_tensor("")}
+
+    archive.add_endpoint("serving_default", round_trip, [tf.TensorSpec([None], tf.string)])
+    archive.write_out(str(tmp_path / "export"), verbose=False)
+    outputs = run_without_keras(tmp_path / "export", UNSEEN_TEXT, "serving_default", tmp_path,
+                                sentencepiece=True)
+    texts = [base64.b64decode(text).decode() for text in outputs["text"]]
+    assert texts == [normalized(text) for text in UNSEEN_TEXT]
+    pieces = [[base64.b64decode(piece) for piece in row if piece] for row in outputs["pieces"]]
+    assert pieces == tokenizer(UNSEEN_TEXT).to_list()

@@ -279,3 +279,34 @@ def test_training_samples_pairs_but_never_aligned_examples():
     assert len(distinct(sentences, sentences)) > 5
     # Alignment indices hold for the best segmentation only.
     assert distinct(sentences, sentences, tf.constant(["0-0"] * 50)) == {tuple(best)}
+
+
+def test_a_byte_fallback_model_and_its_vocabulary_must_agree(tmp_path):
+    """A byte-fallback model with a vocabulary lacking byte pieces, or a vocabulary holding
+    them with a model that has no byte fallback, is refused naming the model file."""
+    text = ("he can open the door", "a cat in a bad day", "today I like the good bat") * 10
+    byte_model = tmp_path / "bytes.model"
+    byte_model.write_bytes(tiny_sentencepiece.train("unigram", 300, text, byte_fallback=True,
+                                                    hard_vocab_limit=False))
+    plain_model = tmp_path / "plain.model"
+    plain_model.write_bytes(tiny_sentencepiece.train("unigram", 25, text))
+    byte_vocabulary = SPECIALS + [f"<0x{value:02X}>" for value in range(256)] + ["▁he"]
+    plain_vocabulary = tmp_path / "plain.vocab"
+    plain_vocabulary.write_text("\n".join(SPECIALS + ["▁he", "<0x41>"]) + "\n", encoding="utf-8")
+
+    with pytest.raises(ValueError, match=rf"^{tmp_path}/bytes\.model encodes unseen characters "
+                       rf"as byte pieces \(byte fallback\), but {tmp_path}/plain\.vocab lacks "
+                       r"255 of the 256 \(e\.g\. <0x00>\), whose bytes would become unknown"):
+        TranslationPreprocessor(SentencePieceTokenizer(str(byte_model)), WhitespaceTokenizer(),
+                                str(plain_vocabulary), TARGET_VOCABULARY)
+    with pytest.raises(ValueError, match=rf"^{tmp_path}/plain\.model has no byte fallback, but "
+                       r"the target vocabulary holds the 256 byte pieces <0x00> \.\.\. <0xFF>"):
+        TranslationPreprocessor(WhitespaceTokenizer(), SentencePieceTokenizer(str(plain_model)),
+                                SOURCE_VOCABULARY, byte_vocabulary)
+    # Agreeing pairs, and byte pieces with a whitespace tokenizer (pre-tokenized text).
+    preprocessor = TranslationPreprocessor(
+        SentencePieceTokenizer(str(byte_model)), WhitespaceTokenizer(), byte_vocabulary,
+        byte_vocabulary)
+    assert preprocessor("ë")["ids"].numpy().tolist()[-2:] == [3 + 0xC3, 3 + 0xAB]
+    TranslationPreprocessor(SentencePieceTokenizer(str(plain_model)), WhitespaceTokenizer(),
+                            str(plain_vocabulary), TARGET_VOCABULARY)
