@@ -24,6 +24,7 @@ import tensorflow as tf
 from kerasnmt.config import ConfigError, load_config
 from kerasnmt.export.formats import ALL_QUANTIZATIONS, EXPORT_FORMATS, FORMAT_OPTIONS
 from kerasnmt.data.pipeline_errors import corpus_error
+from kerasnmt.data.result_file import check_result_path
 from kerasnmt.data.sentencepiece_trainer import MODEL_TYPES, train_sentencepiece
 from kerasnmt.data.shards import write_shards
 from kerasnmt.data.text_files import ERROR_POLICIES
@@ -504,6 +505,9 @@ def average_checkpoints(parser):
     def run(args):
         from kerasnmt.training_run import MODEL_KEYS, average_run_checkpoints
 
+        if args.output and os.path.exists(args.output) and not os.path.isdir(args.output):
+            raise ValueError(f"--output {args.output} is a file: average-checkpoints writes "
+                             "a checkpoint directory")
         config = load_config(args.config, required=("model_dir",) + MODEL_KEYS)
         average_run_checkpoints(config, max_count=args.max_count, output_dir=args.output)
 
@@ -1001,6 +1005,8 @@ def translate(parser):
             parser.error("--saved-model goes alone, without --config, --checkpoint or --model")
         if not args.saved_model:
             _check_model_arguments(parser, args)
+        if args.output:
+            check_result_path(args.output, [args.input])
         translator, config = (None, None) if args.saved_model else _load_model_for_decoding(args)
         infer = config["infer"] if config else {}
         n_best = args.n_best or infer.get("n_best", 1)

@@ -66,3 +66,41 @@ def result_file(path, expected_lines=None, binary=False):
     finally:
         if os.path.exists(temporary):
             os.remove(temporary)
+
+
+def check_result_path(path, inputs=()):
+    """Refuses, before any work, a result `path` that `result_file` could not write or
+    that would replace one of the files the work reads.
+
+    Args:
+        path: the file to write.
+        inputs: the paths the work reads (None or "-" for stdin are skipped).
+
+    Raises:
+        ValueError: naming `path`: it is one of `inputs`, a directory, or in a directory
+            that does not exist.
+
+    Examples:
+        >>> import os, tempfile
+        >>> directory = tempfile.mkdtemp()
+        >>> source = os.path.join(directory, "test.en")
+        >>> _ = open(source, "w").write("A dog .\\n")
+        >>> check_result_path(os.path.join(directory, "test.de"), [source])
+        >>> check_result_path(source, [source])
+        Traceback (most recent call last):
+        ...
+        ValueError: ...test.en is also an input: writing it would replace what is read
+        >>> check_result_path(os.path.join(directory, "missing", "test.de"))
+        Traceback (most recent call last):
+        ...
+        ValueError: ...test.de: its directory ...missing does not exist
+    """
+    for source in inputs:
+        if source not in (None, "-") and os.path.exists(source) and os.path.exists(path) \
+                and os.path.samefile(source, path):
+            raise ValueError(f"{path} is also an input: writing it would replace what is read")
+    if os.path.isdir(path):
+        raise ValueError(f"{path} is a directory, not a file to write")
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise ValueError(f"{path}: its directory {directory} does not exist")
