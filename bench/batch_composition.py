@@ -6,7 +6,8 @@ under-filled batches, padding.
 
 Builds `kerasnmt train`'s own pipeline (`training_dataset` with the configuration's
 `train` keys, seed included), reads `--batches` batches without training, and prints, over
-them: examples a batch, the padded `max(source, target)` tokens a batch against
+them: examples a batch, the padded `max(source, target + 1)` tokens a batch (a target
+counted with its `</s>`, as the token budget counts it) against
 `train.batch_size`, the share of batches below half of it and of batches of at most 50
 examples, and the share of source positions that are padding. No figure depends on the
 machine.
@@ -41,7 +42,8 @@ def main():
     examples, widths, real_tokens, source_positions = [], [], [], []
     for features, labels in dataset.take(arguments.batches):
         examples.append(int(features["ids"].shape[0]))
-        widths.append(max(int(features["ids"].shape[1]), int(labels["ids"].shape[1]) - 1))
+        # Target ids hold the tokens and <s>: as many positions as the target's counted length.
+        widths.append(max(int(features["ids"].shape[1]), int(labels["ids"].shape[1])))
         real_tokens.append(int(features["length"].numpy().sum()))
         source_positions.append(int(np.prod(features["ids"].shape)))
     examples, widths = np.array(examples), np.array(widths)
@@ -49,7 +51,7 @@ def main():
     print(f"{arguments.config}: {len(widths)} batches of train.batch_size "
           f"{train['batch_size']} {train['batch_type']}")
     print(f"  examples a batch: mean {examples.mean():.0f}, min {examples.min()}")
-    print(f"  padded max(source, target) tokens a batch: mean {padded.mean():.0f}")
+    print(f"  padded max(source, target + 1) tokens a batch: mean {padded.mean():.0f}")
     if train["batch_type"] == "tokens":
         print(f"  batches below half of batch_size: "
               f"{np.mean(padded < train['batch_size'] / 2):.1%}")

@@ -742,7 +742,9 @@ _SCHEMA = {
         "maximum_labels_length": _Option(
             100,
             _Integer(minimum=1, nullable=True),
-            "Drop training pairs whose target has more tokens than this; null keeps all.",
+            "Drop training pairs whose target is longer than this, counted as OpenNMT-tf "
+            "counts it: its tokens plus its end mark `</s>` (so targets of at most this "
+            "minus 1 tokens are kept); null keeps all.",
         ),
         "sample_buffer_size": _Option(
             -1,

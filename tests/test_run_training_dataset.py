@@ -16,23 +16,26 @@ def _config(tmp_path, **train):
 
 
 def test_batch_size_multiple_and_pad_to_bucket_boundary_shape_the_batches(tmp_path):
-    # The corpus's pairs have 2 to 6 tokens on each side. Buckets of width 3 and 30-token
-    # batches: bucket 0 (lengths 1-3) takes 30 // 3 = 10 examples, rounded down to a
-    # multiple of 4: 8; bucket 1 (4-6) 30 // 6 = 5, so 4. Padded to the bucket's
-    # boundary: 3 or 6 source positions, one more target id (<s> or </s>).
+    # The corpus's pairs have 2 to 6 tokens on each side, so lengths max(source, target
+    # + 1) of 3 to 7 (a target counts its </s>). Buckets of width 3 and 30-token batches:
+    # bucket 0 (lengths 1-3) takes 30 // 3 = 10 examples, rounded down to a multiple of
+    # 4: 8; bucket 1 (4-6) 30 // 6 = 5, so 4; bucket 2 (7-9) 30 // 9 = 3, so 4 (never
+    # below the multiple). Padded to the bucket's boundary: 3, 6 or 9 source positions
+    # and as many target ids.
     config = _config(tmp_path, batch_type="tokens", batch_size=30, batch_size_multiple=4,
                      length_bucket_width=3, pad_to_bucket_boundary=True,
                      prefetch_buffer_size=3)
     dataset = run_training_dataset(config, build_preprocessor(config))
     shapes = set()
     for features, labels in dataset.take(20):
+        # The labels' "length" counts <s>: the target's tokens + 1, its counted length.
         longest = max(int(features["length"].numpy().max()),
-                      int(labels["length"].numpy().max()) - 1)
+                      int(labels["length"].numpy().max()))
         boundary = math.ceil(longest / 3) * 3
         assert features["ids"].shape[1] == boundary
-        assert labels["ids_out"].shape[1] == boundary + 1
+        assert labels["ids_out"].shape[1] == boundary
         shapes.add((boundary, features["ids"].shape[0]))
-    assert shapes == {(3, 8), (6, 4)}
+    assert shapes == {(3, 8), (6, 4), (9, 4)}
     # The pipeline's last stages: its prefetch, then the options that turn autotuning off.
     assert int(dataset._input_dataset._buffer_size) == 3
 
@@ -44,7 +47,7 @@ def test_without_the_keys_batches_fit_their_longest_pair(tmp_path):
     for features, labels in dataset.take(20):
         assert features["ids"].shape[1] == int(features["length"].numpy().max())
         sizes.add(features["ids"].shape[0])
-    assert sizes == {10, 5}  # 30 // 3 and 30 // 6: the bucket boundaries, not rounded.
+    assert sizes == {10, 5, 3}  # 30 // 3, 30 // 6 and 30 // 9: the bucket boundaries, not rounded.
     assert int(dataset._input_dataset._buffer_size) == -1  # tf.data.AUTOTUNE
 
 

@@ -138,7 +138,8 @@ def _with_bad_alignment_line(run_dir, config, line):
      "example needs 0 < source length <= maximum_features_length=8"),
     ("emptied by the length filter", "no training batch from {run}/train.src and "
      "{run}/train.tgt: every example needs 0 < source length <= maximum_features_length=1 "
-     "and 0 < target length <= maximum_labels_length=8 (in tokens)"),
+     "and 0 < target length <= maximum_labels_length=8 (in tokens, targets counted with their "
+     "end mark </s>)"),
     ("malformed alignment", "{run}/train.align, line 6: malformed Pharaoh alignment: "
      "expected space-separated source-target index pairs such as 0-0 1-2; got line: 0-x"),
     ("negative alignment index", "{run}/train.align, line 6: malformed Pharaoh alignment: "

@@ -3,8 +3,15 @@
 Examples are `(features, labels)` pairs as the `TranslationPreprocessor` makes them:
 `features = {"ids", "length"(, "tokens")}` and
 `labels = {"ids", "ids_out", "length"(, "tokens", "alignment")}`, where the target
-`"length"` counts `<s>` (it is the number of tokens + 1). Lengths here are always in
-tokens, before `<s>`/`</s>`, as in OpenNMT-tf.
+`"length"` counts `<s>` (it is the number of tokens + 1).
+
+Lengths. The length filter and the bucketing count a source in tokens and a target in
+tokens plus its end mark `</s>` (`counted_target_length`), as OpenNMT-tf does: its
+`labels["length"]` is the target's tokens + 1 (`WordEmbedder.make_features` adds
+`<s>`/`</s>` and shifts), and `maximum_labels_length`, `0 < length` and the token budget
+of a batch all read that length. So `maximum_labels_length=100` keeps targets of at most
+99 tokens, and an empty target (length 1) is kept while an empty source is dropped. The
+shard pipeline (`kerasnmt.data.batch_plan`) applies the same rule to its stored lengths.
 
 The semantics and option names follow OpenNMT-tf (`opennmt/data/dataset.py`):
 `filter_examples_by_length`, `batch_sequence_dataset` (bucket id
@@ -21,6 +28,7 @@ to its own longest sequence (or padded to its bucket boundary), so the batches a
 exactly those of an example-by-example pipeline.
 """
 
+import numpy as np
 import tensorflow as tf
 
 BATCH_TYPES = ("examples", "tokens")
@@ -28,13 +36,46 @@ CHUNK_SIZE = 256
 
 
 def source_length(features):
-    """The source length in tokens (elementwise for a chunk)."""
+    """The source length in tokens (elementwise for a chunk); OpenNMT-tf adds no mark to
+    a source, so this is also the length its filter and bucketing count."""
     return tf.cast(features["length"], tf.int32)
 
 
-def target_length(labels):
-    """The target length in tokens: the labels' `"length"` counts `<s>`, so subtract 1."""
+def count_target_tokens(labels):
+    """The number of target tokens (elementwise): the labels' `"length"` counts `<s>`."""
     return tf.cast(labels["length"], tf.int32) - 1
+
+
+def counted_target_length(target_tokens):
+    """The length of a target of `target_tokens` tokens, as filters and batches count it.
+
+    The tokens plus the end mark `</s>`: OpenNMT-tf's `labels["length"]`, which its
+    `maximum_labels_length`, its `0 < length` check and its token batching read. The one
+    rule of both the text pipeline and the shard pipeline, so that a run keeps the
+    examples and builds the batches OpenNMT-tf would with the same options.
+
+    Args:
+        target_tokens: a Python int, a NumPy array or a tensor of token counts.
+
+    Returns:
+        The counted lengths, of the same type.
+
+    Examples:
+        >>> counted_target_length(99)  # maximum_labels_length=100 keeps it, not 100 tokens
+        100
+        >>> counted_target_length(0)  # an empty target is kept (0 < length)
+        1
+    """
+    return target_tokens + 1
+
+
+def example_length(source_tokens, target_tokens):
+    """The length an example is bucketed and batched by: the longer of its source and
+    its counted target (`counted_target_length`), elementwise."""
+    counted = counted_target_length(target_tokens)
+    if isinstance(counted, tf.Tensor):
+        return tf.maximum(source_tokens, counted)
+    return np.maximum(source_tokens, counted)
 
 
 def sequence_shape(part, key, rank, source_tokens, target_tokens):
@@ -73,12 +114,14 @@ def _length_checks(maximum_features_length, maximum_labels_length):
 
 
 def keep_mask(features, labels, maximum_features_length=None, maximum_labels_length=None):
-    """`0 < length <= maximum` on both sides, elementwise (one example or a chunk)."""
-    keep = tf.logical_and(source_length(features) > 0, target_length(labels) > 0)
+    """`0 < length <= maximum` on both sides, elementwise (one example or a chunk); the
+    target's length is `counted_target_length`."""
+    source, target = source_length(features), counted_target_length(count_target_tokens(labels))
+    keep = tf.logical_and(source > 0, target > 0)
     if maximum_features_length is not None:
-        keep = tf.logical_and(keep, source_length(features) <= maximum_features_length)
+        keep = tf.logical_and(keep, source <= maximum_features_length)
     if maximum_labels_length is not None:
-        keep = tf.logical_and(keep, target_length(labels) <= maximum_labels_length)
+        keep = tf.logical_and(keep, target <= maximum_labels_length)
     return keep
 
 
@@ -87,13 +130,14 @@ def filter_examples_by_length(maximum_features_length=None, maximum_labels_lengt
 
     Args:
         maximum_features_length: the longest source kept, in tokens; `None` for no limit.
-        maximum_labels_length: the longest target kept, in tokens (`<s>`, `</s>` not
-            counted); `None` for no limit.
+        maximum_labels_length: the longest target kept, counted with its end mark `</s>`
+            (`counted_target_length`: at most `maximum_labels_length - 1` tokens), as
+            OpenNMT-tf counts it; `None` for no limit.
 
     Returns:
         A function `tf.data.Dataset -> tf.data.Dataset` for `Dataset.apply`, on a
-        dataset of single examples. Empty sources and targets are always dropped, as in
-        OpenNMT-tf.
+        dataset of single examples. Empty sources are always dropped and empty targets
+        kept (their length is 1), as in OpenNMT-tf.
 
     Examples:
         >>> import tensorflow as tf
@@ -107,6 +151,10 @@ def filter_examples_by_length(maximum_features_length=None, maximum_labels_lengt
         >>> dataset = dataset.apply(filter_examples_by_length(maximum_features_length=2))
         >>> [int(features["length"]) for features, _ in dataset]
         [1, 2]
+        >>> dataset = tf.data.Dataset.from_tensor_slices(([1, 1, 1], [0, 2, 3])).map(example)
+        >>> dataset = dataset.apply(filter_examples_by_length(maximum_labels_length=3))
+        >>> [int(labels["length"]) - 1 for _, labels in dataset]  # target tokens
+        [0, 2]
     """
     _length_checks(maximum_features_length, maximum_labels_length)
     return lambda dataset: dataset.filter(
@@ -134,11 +182,12 @@ def filter_chunks_by_length(maximum_features_length=None, maximum_labels_length=
 
 
 def bucket_id(features, labels, length_bucket_width):
-    """The length bucket: `ceil(max(source, target length) / width) - 1`, elementwise.
+    """The length bucket: `ceil(example_length / width) - 1`, elementwise.
 
-    With width 5, lengths 1–5 go to bucket 0, 6–10 to bucket 1, and so on.
+    With width 5, lengths 1–5 go to bucket 0, 6–10 to bucket 1, and so on; a target of 5
+    tokens has length 6.
     """
-    length = tf.maximum(source_length(features), target_length(labels))
+    length = example_length(source_length(features), count_target_tokens(labels))
     bucket = (length + length_bucket_width - 1) // length_bucket_width - 1
     return tf.cast(tf.maximum(bucket, 0), tf.int64)
 
@@ -186,20 +235,24 @@ def fit_batch(features, labels, boundary=None):
         features: batched features, padded to any length at least the longest.
         labels: batched labels, likewise.
         boundary: `None` to fit the longest source and target of the batch; else the
-            bucket's longest length, for one shape per bucket (see `sequence_shape`).
+            bucket's longest `example_length`, for one shape per bucket: sources and
+            target ids (`<s>` or `</s>` included) padded to `boundary` positions, target
+            tokens to `boundary - 1` (see `sequence_shape`).
 
     Returns:
         `(features, labels)` with exact shapes.
     """
     if boundary is None:
         source_tokens = tf.reduce_max(source_length(features))
-        target_tokens = tf.reduce_max(target_length(labels))
+        longest_target = tf.reduce_max(count_target_tokens(labels))
     else:
-        source_tokens = target_tokens = tf.cast(boundary, tf.int32)
+        source_tokens = tf.cast(boundary, tf.int32)
+        # A target whose counted length is at most `boundary` has at most `boundary - 1` tokens.
+        longest_target = source_tokens - counted_target_length(0)
     fitted = []
     for part, values in (("features", features), ("labels", labels)):
         fitted.append({
-            key: _fit(value, sequence_shape(part, key, value.shape.rank - 1, source_tokens, target_tokens))
+            key: _fit(value, sequence_shape(part, key, value.shape.rank - 1, source_tokens, longest_target))
             for key, value in values.items()
         })
     return tuple(fitted)
@@ -298,12 +351,13 @@ def batch_sequence_dataset(
     Args:
         batch_size: examples per batch (`batch_type="examples"`) or the token budget of a
             batch (`batch_type="tokens"`, counted as the bucket's longest length times the
-            number of examples).
+            number of examples, a target's length counting its `</s>`).
         batch_type: `"examples"` or `"tokens"`.
         batch_size_multiple: with `"tokens"`, batch sizes are multiples of this value
             (8 helps float16 kernels).
         length_bucket_width: bucket width in tokens: a batch only holds examples whose
-            `max(source, target)` length falls in the same bucket `1..w, w+1..2w, ...`.
+            `example_length` (the longer of the source and the target with its `</s>`)
+            falls in the same bucket `1..w, w+1..2w, ...`.
             `None` batches in arrival order (not allowed with `"tokens"`).
         pad_to_bucket_boundary: pad sequences to the bucket's longest length instead of
             the batch's, so each bucket has one sequence shape (XLA, TPU).
@@ -316,10 +370,10 @@ def batch_sequence_dataset(
 
     Examples:
         >>> import tensorflow as tf
-        >>> def example(length):
+        >>> def example(length):  # a source of 5 tokens, a target of 4 (length 5)
         ...     return ({"ids": tf.ones([length], tf.int64), "length": length},
-        ...             {"ids": tf.ones([length + 1], tf.int64),
-        ...              "ids_out": tf.ones([length + 1], tf.int64), "length": length + 1})
+        ...             {"ids": tf.ones([length], tf.int64),
+        ...              "ids_out": tf.ones([length], tf.int64), "length": length})
         >>> dataset = tf.data.Dataset.from_tensor_slices([5] * 40).map(example)
         >>> dataset = dataset.apply(batch_sequence_dataset(
         ...     100, batch_type="tokens", length_bucket_width=1))

@@ -10,7 +10,7 @@ lines are checked before the preprocessor sees them.
 
 import tensorflow as tf
 
-from kerasnmt.data.batching import source_length, target_length
+from kerasnmt.data.batching import count_target_tokens, source_length
 
 # Up to 9 digits, so that every index that matches converts to int32.
 _PAIR_PATTERN = "[0-9]{1,9}-[0-9]{1,9}"
@@ -132,7 +132,7 @@ def chunk_preprocessor(preprocessor, alignment_path=None, training=None):
     def _preprocess(line_numbers, sources, targets, alignments):
         features, labels = preprocessor(sources, targets)
         checked = check_alignment_lines(
-            alignments, source_length(features), target_length(labels), alignment_path,
+            alignments, source_length(features), count_target_tokens(labels), alignment_path,
             line_numbers,
         )
         with tf.control_dependencies([checked]):

@@ -27,7 +27,7 @@ import numpy as np
 import tensorflow as tf
 
 from kerasnmt.data.batch_plan import kept_examples, padded_length, plan_batches
-from kerasnmt.data.batching import fit_batch, source_length, target_length
+from kerasnmt.data.batching import count_target_tokens, example_length, fit_batch, source_length
 from kerasnmt.data.shards import ShardsError, load_shards_index, parse_chunk_fn, shard_lengths
 
 
@@ -129,9 +129,7 @@ def _collate(schema, length_bucket_width):
         features, labels = parse(records)
         if length_bucket_width is None:
             return fit_batch(features, labels)
-        longest = tf.maximum(
-            tf.reduce_max(source_length(features)), tf.reduce_max(target_length(labels))
-        )
+        longest = tf.reduce_max(example_length(source_length(features), count_target_tokens(labels)))
         return fit_batch(features, labels, padded_length(longest, length_bucket_width))
 
     return _batch
@@ -176,7 +174,8 @@ def shard_batches(
         batch_size_multiple: full batches hold a multiple of this many examples (times
             `num_replicas`).
         maximum_features_length: drop examples with a longer source (tokens).
-        maximum_labels_length: drop examples with a longer target (tokens).
+        maximum_labels_length: drop examples with a longer target, counted with its end
+            mark `</s>` as OpenNMT-tf counts it (`counted_target_length`).
         sample_buffer_size: examples sorted and cut together; `-1` the whole corpus; `0`
             or `None` the whole corpus without shuffling (files, ties and batches in
             order).
@@ -255,7 +254,8 @@ def shard_batches(
             raise ShardsError(
                 f"no training example in {stream.what}: every example needs 0 < source "
                 f"length <= maximum_features_length={maximum_features_length} and 0 < target "
-                f"length <= maximum_labels_length={maximum_labels_length} (in tokens)"
+                f"length <= maximum_labels_length={maximum_labels_length} (in tokens, targets "
+                "counted with their end mark </s>)"
             )
     starts = [start_batch]
     if len(streams) > 1:

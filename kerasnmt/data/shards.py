@@ -40,7 +40,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from kerasnmt.data.batching import CHUNK_SIZE, sequence_shape, source_length, target_length
+from kerasnmt.data.batching import CHUNK_SIZE, count_target_tokens, sequence_shape, source_length
 from kerasnmt.data.parallel_examples import chunk_preprocessor
 from kerasnmt.data.pipeline_errors import corpus_error
 from kerasnmt.data.shuffling import index_lines, read_block
@@ -213,7 +213,7 @@ def parse_chunk_fn(schema):
 
 def _unpad_example(features, labels):
     """One example of a chunk cut to its own lengths."""
-    source_tokens, target_tokens = source_length(features), target_length(labels)
+    source_tokens, target_tokens = source_length(features), count_target_tokens(labels)
     unpadded = []
     for part, values in (("features", features), ("labels", labels)):
         unpadded.append({
@@ -300,7 +300,7 @@ def write_shard(task, preprocessor=None, progress=None):
             raise bad_input from None
         features, labels = tf.nest.map_structure(lambda t: t.numpy(), (features, labels))
         records.extend(serialize_chunk(features, labels, schema))
-        lengths.append(np.stack([source_length(features), target_length(labels)], axis=1))
+        lengths.append(np.stack([source_length(features), count_target_tokens(labels)], axis=1))
         if progress is not None:
             progress(len(chunk[0]))
     lengths = np.concatenate(lengths).astype(np.int32) if lengths else np.zeros([0, 2], np.int32)

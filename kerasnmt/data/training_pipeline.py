@@ -9,8 +9,9 @@ From parallel text files (sharded TFRecord corpora are batched by
 3. map the `(source, target[, alignment])` lines through the model's
    `TranslationPreprocessor` into `(features, labels)` (a chunk of lines at a time, see
    `kerasnmt.data.batching`);
-4. keep `0 < length <= maximum_features_length` / `maximum_labels_length` (tokens,
-   before `<s>`/`</s>`);
+4. keep `0 < length <= maximum_features_length` / `maximum_labels_length` (tokens; a
+   target's length counts its end mark `</s>`, as in OpenNMT-tf: see
+   `kerasnmt.data.batching.counted_target_length`);
 5. repeat each corpus on its own (several are sampled by `train_files_weights`), before
    bucketing, so that every batch is full (OpenNMT-tf repeats after batching, which ends
    each pass with the partial batches of every bucket in length order);
@@ -55,7 +56,7 @@ def _limits_description(maximum_features_length, maximum_labels_length, num_repl
     text = (
         f"every example needs 0 < source length <= maximum_features_length="
         f"{maximum_features_length} and 0 < target length <= maximum_labels_length="
-        f"{maximum_labels_length} (in tokens)"
+        f"{maximum_labels_length} (in tokens, targets counted with their end mark </s>)"
     )
     if num_replicas > 1:
         text += f", and batches need a size divisible by num_replicas={num_replicas}"
@@ -144,11 +145,13 @@ def make_training_batches(
             per replica.
         batch_type: `"examples"` or `"tokens"`.
         batch_size_multiple: with `"tokens"`, batch sizes are multiples of this value.
-        length_bucket_width: batches hold examples whose `max(source, target)` length is
-            in the same bucket of this width; `None` for no bucketing.
+        length_bucket_width: batches hold examples whose length (the longer of the
+            source and the target with its `</s>`) is in the same bucket of this width;
+            `None` for no bucketing.
         maximum_features_length: drop examples whose source is longer (tokens).
-        maximum_labels_length: drop examples whose target is longer (tokens, `<s>` and
-            `</s>` not counted).
+        maximum_labels_length: drop examples whose target is longer, counted with its
+            end mark `</s>` (`counted_target_length`: at most `maximum_labels_length - 1`
+            tokens are kept), as in OpenNMT-tf.
         pad_to_bucket_boundary: pad to the bucket's longest length (static shapes).
         num_replicas: batches hold `batch_size * num_replicas` (examples or tokens) and
             their size is a multiple of `num_replicas`; other batches are dropped.
@@ -172,7 +175,7 @@ def make_training_batches(
         ...     (["a b", "a", "b a", "b", "a"], ["a", "b", "a", "a", ""]))
         >>> batches = make_training_batches(pairs, preprocessor, batch_size=2)
         >>> [features["ids"].numpy().tolist() for features, labels in batches]
-        [[[3, 4], [4, 3]], [[3], [4]]]
+        [[[3, 4], [3, 0]], [[4, 3], [4, 0]], [[3]]]
     """
     _check_preprocessor_does_not_truncate(preprocessor)
     arity = len(dataset.element_spec) if isinstance(dataset.element_spec, tuple) else 1
@@ -294,8 +297,9 @@ def training_dataset(
         length_bucket_width: bucket width for length bucketing (`None`: no bucketing,
             only with `"examples"`).
         maximum_features_length: drop examples with a longer source (tokens).
-        maximum_labels_length: drop examples with a longer target (tokens, without
-            `<s>`/`</s>`).
+        maximum_labels_length: drop examples with a longer target, counted with its end
+            mark `</s>` (at most `maximum_labels_length - 1` tokens are kept), as in
+            OpenNMT-tf.
         sample_buffer_size: `-1` shuffles the whole corpus, `0`/`None` not at all, `n`
             reads blocks of `n` lines in random order then shuffles with a buffer of `n`
             (OpenNMT-tf's `random_shard`, at one read per epoch). With shards, the

@@ -380,7 +380,8 @@ class Translator(keras.Model):
             pad_to_bucket_boundary: pad batches to their bucket's length (fewer shapes for
                 `jit_compile=True`).
             maximum_features_length: drop longer sources (tokens).
-            maximum_labels_length: drop longer targets (tokens).
+            maximum_labels_length: drop longer targets (tokens and the end mark `</s>`, as
+                OpenNMT-tf counts them).
             shuffle: shuffle sentences given as arrays, at each pass.
             validation_data: `(sources, targets)` or a dataset, as `x`.
             callbacks: Keras callbacks; a `StopOnNonFiniteLoss` is always put first.

@@ -56,27 +56,29 @@ def test_batches_of_a_known_corpus(tmp_path, preprocessor):
         source, target, preprocessor, batch_size=8, sample_buffer_size=0, repeat=False
     )
     batches = _batches(dataset)
-    # Line 4 has an empty source and line 5 an empty target: both dropped. Lines 1 and 2
-    # have max(source, target) length 2, line 3 length 3.
-    assert [features["ids"] for features, _ in batches] == [[[3, 4], [5, 0]], [[6, 3, 4]]]
-    first_labels = batches[0][1]
-    assert first_labels == {
-        "ids": [[1, 3, 0], [1, 4, 5]],
-        "ids_out": [[3, 2, 0], [4, 5, 2]],
-        "length": [2, 3],
+    # The length is max(source, target + 1) (a target counts its </s>, as in OpenNMT-tf):
+    # line 4's empty source is dropped, line 5's empty target kept (length 1); line 1 has
+    # length 2, lines 2 and 3 length 3. The partial batches come out by bucket.
+    assert [features["ids"] for features, _ in batches] == [[[3]], [[3, 4]], [[5, 0, 0], [6, 3, 4]]]
+    assert batches[0][1] == {"ids": [[1]], "ids_out": [[2]], "length": [1]}
+    assert batches[2][1] == {
+        "ids": [[1, 4, 5], [1, 5, 0]],
+        "ids_out": [[4, 5, 2], [5, 2, 0]],
+        "length": [3, 2],
     }
 
 
 def test_token_batches_of_the_reference_note(tmp_path, preprocessor):
-    # 60 pairs of length 5 and 60 of length 2. 100 tokens -> windows of 20 examples of
-    # length 5 and 50 of length 2; with a multiple of 8, 16 and 48. The epoch ends with
-    # the partial windows (one pass, as OpenNMT-tf, which repeats after batching).
+    # 60 pairs of length 5 and 60 of length 3 (2 source tokens; 2 target tokens and
+    # </s>). 100 tokens -> windows of 20 examples of length 5 and 33 of length 3; with a
+    # multiple of 8, 16 and 32. The epoch ends with the partial windows (one pass, as
+    # OpenNMT-tf, which repeats after batching).
     sources = ["a b c d a"] * 60 + ["a b"] * 60
     targets = ["x"] * 60 + ["y z"] * 60
     source, target = _corpus(tmp_path, sources, targets)
     expected = {
-        1: [(2, 10), (2, 50), (5, 20), (5, 20), (5, 20)],
-        8: [(2, 12), (2, 48), (5, 12), (5, 16), (5, 16), (5, 16)],
+        1: [(2, 27), (2, 33), (5, 20), (5, 20), (5, 20)],
+        8: [(2, 28), (2, 32), (5, 12), (5, 16), (5, 16), (5, 16)],
     }
     for multiple, sizes in expected.items():
         dataset = training_dataset(
@@ -89,12 +91,12 @@ def test_token_batches_of_the_reference_note(tmp_path, preprocessor):
 
 def test_repeated_token_batches_are_all_full(tmp_path, preprocessor):
     # The corpus of the test above, repeated: a bucket's window fills across passes, so
-    # no pass ends with partial batches: 20 examples of length 5, 50 of length 2, or with
-    # a multiple of 8, 16 and 48.
+    # no pass ends with partial batches: 20 examples of length 5, 33 of length 3, or with
+    # a multiple of 8, 16 and 32.
     sources = ["a b c d a"] * 60 + ["a b"] * 60
     targets = ["x"] * 60 + ["y z"] * 60
     source, target = _corpus(tmp_path, sources, targets)
-    for multiple, full in {1: {(5, 20), (2, 50)}, 8: {(5, 16), (2, 48)}}.items():
+    for multiple, full in {1: {(5, 20), (2, 33)}, 8: {(5, 16), (2, 32)}}.items():
         dataset = training_dataset(
             source, target, preprocessor, batch_size=100, batch_type="tokens",
             batch_size_multiple=multiple, sample_buffer_size=-1, seed=1,
@@ -103,7 +105,7 @@ def test_repeated_token_batches_are_all_full(tmp_path, preprocessor):
         assert set(shapes) == full
 
 
-def test_length_filter_counts_tokens_without_special_tokens(tmp_path, preprocessor):
+def test_length_filter_counts_a_target_with_its_end_mark(tmp_path, preprocessor):
     source, target = _corpus(
         tmp_path, ["a", "a b", "a b c", "a", "a"], ["x", "x", "x", "x y", "x y z"]
     )
@@ -112,7 +114,8 @@ def test_length_filter_counts_tokens_without_special_tokens(tmp_path, preprocess
         maximum_features_length=2, maximum_labels_length=2, length_bucket_width=None,
     )
     (features, labels), = _batches(dataset)
-    assert features["length"] == [1, 2, 1] and labels["length"] == [2, 2, 3]
+    # Sources of at most 2 tokens, targets of at most 1 token (its length counts </s>).
+    assert features["length"] == [1, 2] and labels["length"] == [2, 2]
 
 
 def test_every_example_filtered_out_is_an_error(tmp_path, preprocessor):
@@ -189,9 +192,10 @@ def test_pad_to_bucket_boundary_gives_one_shape_a_bucket(tmp_path, preprocessor)
          len(f["ids"]))
         for f, l in _batches(dataset)
     )
-    # Bucket 0 (lengths 1-4) pads to 4 source positions, 5 target ids, a 4x4 alignment;
-    # bucket 1 (5-8) to 8, 9 and 8x8.
-    assert shapes == [(4, 5, 4, 4, 2), (8, 9, 8, 8, 1)]
+    # Lengths max(source, target + 1): 3, 2 and 5. Bucket 0 (lengths 1-4) pads to 4
+    # source positions, 4 target ids (up to 3 tokens and <s> or </s>), a 3x4 alignment;
+    # bucket 1 (5-8) to 8, 8 and 7x8.
+    assert shapes == [(4, 4, 3, 4, 2), (8, 8, 7, 8, 1)]
 
 
 @pytest.mark.parametrize(
@@ -295,8 +299,9 @@ def test_make_training_batches_on_raw_pairs(preprocessor):
     )
     batches = _batches(make_training_batches(pairs, preprocessor, batch_size=6, batch_type="tokens"))
     by_length = sorted((len(f["ids"][0]), f["ids"]) for f, _ in batches)
-    # Bucket 1 (length 1): 6 tokens hold 6 examples; bucket 2: 3; bucket 3: 2.
-    assert by_length == [(1, [[3]]), (2, [[3, 4], [5, 0]]), (3, [[6, 3, 4]])]
+    # Lengths max(source, target + 1): "a b"/"x" and "a"/"y" 2, "c"/"y z" and "d a b"/"z"
+    # 3. Bucket 1 (length 2): 6 tokens hold 3 examples; bucket 2 (length 3): 2.
+    assert by_length == [(2, [[3, 4], [3, 0]]), (3, [[5, 0, 0], [6, 3, 4]])]
     triples = tf.data.Dataset.from_tensor_slices((["a b"], ["x"], ["1-0"]))
     (_, labels), = _batches(make_training_batches(triples, preprocessor, batch_size=1))
     assert labels["alignment"] == [[[0.0, 1.0]]]
