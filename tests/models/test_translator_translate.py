@@ -122,7 +122,9 @@ def test_source_eos_encodes_each_source_with_end_of_sentence_after_its_tokens():
     `</s>` nothing); in decoding, the same hypotheses, with alignments over the source
     tokens only (the `</s>` column left out)."""
     marked = tiny_translator(seed=4, source_eos=True, guided_alignment_type="ce")
-    plain = type(marked).from_config(dict(marked.get_config(), source_eos=False))
+    config = marked.get_config()
+    config["backbone"]["config"]["source_eos"] = False
+    plain = type(marked).from_config(config)
     plain.set_weights(marked.get_weights())
     explicit_ids = np.pad(SOURCE_IDS, [[0, 0], [0, 1]])
     explicit_ids[np.arange(3), SOURCE_LENGTH] = END_OF_SENTENCE_ID
