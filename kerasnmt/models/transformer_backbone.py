@@ -1,9 +1,16 @@
-"""The Transformer translation network: embeddings, encoder, decoder, output projection."""
+"""The Transformer translation network: embeddings, encoder, decoder, output projection.
+
+`TransformerBackbone` plays keras-hub's `Backbone` part (the architecture only, its config
+the architecture) but is a plain `keras.Model`: keras-hub's `Backbone` is a functional
+model, and the first keras-hub backbone built in a process makes Keras rebase the
+`Backbone` class itself onto `Functional` (`inject_functional_model_class`), after which
+a subclassed backbone such as this one can no longer be constructed. Decoding calls its
+layers one step at a time, so it is written as a subclassed model.
+"""
 
 import inspect
 
 import keras
-import keras_hub
 import tensorflow as tf
 
 from kerasnmt.data.vocabulary import END_OF_SENTENCE_ID
@@ -20,11 +27,11 @@ EMBEDDINGS_INITIALIZERS = ("glorot_uniform", "scaled_normal")
 
 
 @keras.saving.register_keras_serializable(package="kerasnmt")
-class TransformerBackbone(keras_hub.models.Backbone):
+class TransformerBackbone(keras.Model):
     """A Transformer encoder-decoder (OpenNMT-tf's `Transformer` network), ids in, logits out.
 
-    The architecture only, as a keras-hub backbone: source and target embeddings (shared
-    per `share_embeddings`), a `TransformerEncoder`, a `TransformerDecoder` and a
+    The architecture only, as a keras-hub backbone holds it: source and target embeddings
+    (shared per `share_embeddings`), a `TransformerEncoder`, a `TransformerDecoder` and a
     projection to target vocabulary logits (the transposed target embeddings when shared).
     With `maximum_relative_position` the self-attention uses relative position
     representations (Shaw et al., 2018); with `None`, sinusoidal absolute positions. Its
@@ -68,7 +75,7 @@ class TransformerBackbone(keras_hub.models.Backbone):
         query_key_value_init_gain: the gain of the Glorot-uniform draw of the attention
             query, key and value kernels; fairseq's `1 / sqrt(2)` (0.7071) gives separate
             projections the scale of one fused `[D, 3D]` kernel.
-        **kwargs: passed to `keras_hub.models.Backbone` (`name`, `dtype`).
+        **kwargs: passed to `keras.Model` (`name`, `dtype`).
 
     Example:
         >>> backbone = TransformerBackbone(6, 6, num_layers=1, num_units=8, num_heads=2,

@@ -69,3 +69,14 @@ def test_the_translator_keeps_the_layout_of_its_files(tmp_path):
     assert "model/output_bias/.ATTRIBUTES/VARIABLE_VALUE" in names
     assert any(name.startswith("model/encoder/") for name in names)
     assert not any("backbone" in name for name in names)
+
+
+def test_a_keras_hub_backbone_built_first_leaves_the_translator_constructible():
+    """Building any keras-hub backbone rebases keras-hub's `Backbone` class onto Keras'
+    `Functional`; the TransformerBackbone, a subclassed `keras.Model`, is not affected."""
+    import keras_hub
+
+    keras_hub.models.GPT2Backbone(vocabulary_size=10, num_layers=1, num_heads=1,
+                                  hidden_dim=4, intermediate_dim=4, max_sequence_length=8)
+    translator = tiny_translator()
+    assert translator(BATCH)["logits"].shape == (2, 3, 12)
