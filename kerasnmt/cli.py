@@ -24,12 +24,12 @@ import tensorflow as tf
 from kerasnmt.config import ConfigError, load_config
 from kerasnmt.export.formats import ALL_QUANTIZATIONS, EXPORT_FORMATS, FORMAT_OPTIONS
 from kerasnmt.data.pipeline_errors import corpus_error
-from kerasnmt.data.result_file import check_result_path
+from kerasnmt.data.result_file import check_result_path, result_file
 from kerasnmt.data.sentencepiece_trainer import MODEL_TYPES, train_sentencepiece
 from kerasnmt.data.shards import write_shards
 from kerasnmt.data.text_files import ERROR_POLICIES
 from kerasnmt.data.vocabulary import load_vocabulary, save_vocabulary
-from kerasnmt.data.vocabulary_builder import build_vocabulary
+from kerasnmt.data.vocabulary_builder import DEFAULT_TOLERANCE, build_vocabulary
 from kerasnmt.evaluation import BLEU_TOKENIZERS, check_moses_language, score_files
 
 PROGRAM = "kerasnmt"
@@ -212,13 +212,13 @@ def build_vocab(parser):
                          "--min-frequency with it")
         if args.tolerance is not None and not args.tolerance >= 0:
             parser.error(f"--tolerance must be a percentage of at least 0, not {args.tolerance}")
+        tolerance = DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance
         options = {
             "size": args.size,
             "min_frequency": args.min_frequency,
             "size_multiple": args.size_multiple,
             "target_size": args.target_size,
-            "tolerance": (1.0 if args.tolerance is None else args.tolerance)
-            if args.target_size is not None else None,
+            "tolerance": tolerance if args.target_size is not None else None,
             "utf8_errors": args.utf8_errors,
         }
 
@@ -226,8 +226,7 @@ def build_vocab(parser):
             vocabulary = build_vocabulary(
                 args.files, size=args.size, min_frequency=args.min_frequency,
                 size_multiple=args.size_multiple, errors=args.utf8_errors,
-                target_size=args.target_size,
-                tolerance=1.0 if args.tolerance is None else args.tolerance,
+                target_size=args.target_size, tolerance=tolerance,
             )
             save_vocabulary(vocabulary, args.output)
             return vocabulary
@@ -1036,8 +1035,6 @@ def translate(parser):
             sys.stdout.writelines(lines)
             _report_unknown_source_tokens(unknown, translator)
             return
-        from kerasnmt.data.result_file import result_file
-
         with result_file(args.output, expected_lines=len(sentences) * n_best) as stream:
             stream.writelines(lines)
         print(f"wrote {len(sentences)} translations to {args.output}")

@@ -449,12 +449,18 @@ _SCHEMA = {
             _Layers(),
             "Number of encoder and decoder layers, or `[encoder_layers, decoder_layers]`.",
         ),
-        "num_units": _Option(ARCHITECTURE_DEFAULTS["num_units"], _Integer(minimum=1), "Model width (embedding size)."),
+        "num_units": _Option(
+            ARCHITECTURE_DEFAULTS["num_units"], _Integer(minimum=1), "Model width (embedding size)."
+        ),
         "num_heads": _Option(
-            ARCHITECTURE_DEFAULTS["num_heads"], _Integer(minimum=1), "Attention heads; must divide `num_units`."
+            ARCHITECTURE_DEFAULTS["num_heads"],
+            _Integer(minimum=1),
+            "Attention heads; must divide `num_units`.",
         ),
         "ffn_inner_dim": _Option(
-            ARCHITECTURE_DEFAULTS["ffn_inner_dim"], _Integer(minimum=1), "Inner width of the feed-forward sublayers."
+            ARCHITECTURE_DEFAULTS["ffn_inner_dim"],
+            _Integer(minimum=1),
+            "Inner width of the feed-forward sublayers.",
         ),
         "dropout": _Option(
             ARCHITECTURE_DEFAULTS["dropout"],
@@ -462,7 +468,9 @@ _SCHEMA = {
             "Dropout on the embeddings and on the output of each sublayer.",
         ),
         "attention_dropout": _Option(
-            ARCHITECTURE_DEFAULTS["attention_dropout"], _Number(0, 1, closed=(True, False)), "Dropout on the attention weights."
+            ARCHITECTURE_DEFAULTS["attention_dropout"],
+            _Number(0, 1, closed=(True, False)),
+            "Dropout on the attention weights.",
         ),
         "ffn_dropout": _Option(
             ARCHITECTURE_DEFAULTS["ffn_dropout"],
@@ -501,7 +509,9 @@ _SCHEMA = {
             "(CTranslate2's `add_source_eos`); added inside the model, after preprocessing.",
         ),
         "use_output_bias": _Option(
-            ARCHITECTURE_DEFAULTS["use_output_bias"], _Boolean(), "Whether the output projection has a bias (fairseq's has none)."
+            ARCHITECTURE_DEFAULTS["use_output_bias"],
+            _Boolean(),
+            "Whether the output projection has a bias (fairseq's has none).",
         ),
         "query_key_value_init_gain": _Option(
             ARCHITECTURE_DEFAULTS["query_key_value_init_gain"],
@@ -905,8 +915,6 @@ _RENAMED_KEYS = {
     "scale": "params.learning_rate",
 }
 
-# OpenNMT-tf options kerasnmt reads nowhere, by path: translations are grouped by source
-# width (kerasnmt.decoding.widths), not by these buckets.
 # The keys of the `BeamSampler` arguments that `decoding_option_problems` relates.
 _DECODING_OPTION_KEYS = {
     "beam_size": "params.beam_width",
@@ -917,6 +925,9 @@ _DECODING_OPTION_KEYS = {
     "early_exit": "params.early_exit",
     "finished_hypotheses": "params.finished_hypotheses",
 }
+
+# OpenNMT-tf options kerasnmt reads nowhere, by path: translations are grouped by source
+# width (kerasnmt.decoding.widths), not by these buckets.
 _BUCKET_KEYS_UNUSED = {"eval.length_bucket_width", "infer.length_bucket_width"}
 
 # OpenNMT-tf options that kerasnmt does not have.
@@ -1155,11 +1166,12 @@ def _check_together(config, errors, given_optimizer_params):
     units, heads = model["num_units"], model["num_heads"]
     if valid("model.num_units", "model.num_heads") and units % heads:
         error("model.num_heads", f"{heads} does not divide model.num_units ({units})")
-    for n_best_key in ("params.num_hypotheses", "infer.n_best"):
-        keys = dict(_DECODING_OPTION_KEYS, n_best=n_best_key)
+    # The params section's own rules, then infer.n_best against the same beam.
+    for keys in (_DECODING_OPTION_KEYS,
+                 {"n_best": "infer.n_best", "beam_size": "params.beam_width"}):
         options = {argument: _get(config, key) for argument, key in keys.items() if valid(key)}
         for argument, message in decoding_option_problems(options, keys).items():
-            errors.setdefault(keys[argument], message)
+            errors.setdefault(keys[argument], message)  # the message names the key
     more_than("train.average_last_checkpoints", "train.keep_checkpoint_max")
     train = config["train"]
     if (valid("train.batch_size_multiple", "train.batch_type")

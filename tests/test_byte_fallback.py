@@ -25,6 +25,7 @@ from kerasnmt.export import SERVING_SIGNATURE, export_translator
 from kerasnmt.decoding import BeamSampler
 from kerasnmt.layers import SentencePieceTokenizer, TranslationPreprocessor
 from kerasnmt.models import Translator
+from tests.models.translator_fixtures import fit_until_reproduced
 from tests.saved_model_process import run_without_keras
 
 # Long tests (training, exports, decoding): run first (tests/conftest.py).
@@ -60,26 +61,10 @@ def copy_model(tmp_path_factory):
                             share_embeddings="all")
     translator.compile(optimizer=keras.optimizers.Adam(0.01), jit_compile=False)
     sentences = np.array(SENTENCES, dtype=object)
-    features, labels = preprocessor(tf.constant(SENTENCES), tf.constant(SENTENCES))
+    features, _ = preprocessor(tf.constant(SENTENCES), tf.constant(SENTENCES))
     assert not (features["ids"].numpy() == len(vocabulary)).any()  # no unknown piece
-    inputs = {"source_ids": features["ids"], "source_length": features["length"],
-              "target_ids": labels["ids"]}
-    ids_out, lengths = labels["ids_out"].numpy(), labels["length"].numpy()
-    teacher_forced = tf.function(lambda: tf.nn.softmax(translator(inputs)["logits"]))
-
-    class StopWhenEveryTargetIsReproduced(keras.callbacks.Callback):
-        def on_epoch_end(self, epoch, logs=None):
-            probabilities = teacher_forced().numpy()
-            self.model.stop_training = all(
-                (probabilities[i, np.arange(n), ids_out[i, :n]] > 0.9).all()
-                for i, n in enumerate(lengths)
-            )
-
-    translator.fit(sentences, sentences, batch_size=len(SENTENCES), epochs=600, verbose=0,
-                   callbacks=[StopWhenEveryTargetIsReproduced()])
-    probabilities = teacher_forced().numpy()
-    assert all((probabilities[i, np.arange(n), ids_out[i, :n]] > 0.9).all()
-               for i, n in enumerate(lengths)), "the copy task was not learned"
+    assert fit_until_reproduced(translator, sentences, sentences, batch_size=len(SENTENCES),
+                                epochs=600), "the copy task was not learned"
     path = directory / "copy.keras"
     translator.save(path)
     return translator, path

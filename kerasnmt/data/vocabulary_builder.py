@@ -6,6 +6,8 @@ from kerasnmt.data.text_files import CorpusError, read_lines
 from kerasnmt.data.vocabulary import SPECIAL_TOKENS, check_vocabulary
 
 FILLER_TOKEN_FORMAT = "averyunlikelytoken{}"
+# How far from a target size a vocabulary may be, in percent of it (Tensor2Tensor's 1%).
+DEFAULT_TOLERANCE = 1.0
 
 
 def count_tokens(files, tokenizer=None, errors="strict"):
@@ -63,7 +65,7 @@ def pad_to_multiple(tokens, multiple):
     return padded
 
 
-def min_frequency_for_target_size(counts, target_size, tolerance=1.0):
+def min_frequency_for_target_size(counts, target_size, tolerance=DEFAULT_TOLERANCE):
     """The minimum frequency whose vocabulary comes closest to `target_size` entries.
 
     Tensor2Tensor's `build_to_target_size`, for counted tokens: bisection on the minimum
@@ -130,7 +132,7 @@ def min_frequency_for_target_size(counts, target_size, tolerance=1.0):
 
 def build_vocabulary(
     files, size=None, min_frequency=1, size_multiple=None, tokenizer=None, errors="strict",
-    target_size=None, tolerance=1.0,
+    target_size=None, tolerance=DEFAULT_TOLERANCE,
 ):
     """Builds a vocabulary from the frequent tokens of tokenized text files.
 

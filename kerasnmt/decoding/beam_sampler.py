@@ -5,6 +5,7 @@ import numbers
 import keras
 import tensorflow as tf
 
+from kerasnmt.decoding.option_rules import decoding_option_problems
 from kerasnmt.decoding.search import (
     BeamRanking,
     CompactingLoop,
@@ -16,7 +17,6 @@ from kerasnmt.decoding.search import (
 )
 from kerasnmt.decoding.search.compacting_loop import batch_sizes
 from kerasnmt.decoding.search.scoring import check_length_normalization
-from kerasnmt.decoding.option_rules import decoding_option_problems
 from kerasnmt.decoding.search.top_k import SEED_RANGE
 
 # Where finished hypotheses go: they keep their beam slots (OpenNMT-tf), or leave the beam

@@ -46,8 +46,9 @@ class ExportFormat:
         """The message for a `--quantization` this format does not write, else None."""
         if quantization is None or quantization in self.quantizations:
             return None
-        return (f"--quantization {quantization} goes with --format "
-                f"{', '.join(f.name for f in EXPORT_FORMATS.values() if quantization in f.quantizations)} "
+        writers = [name for name, export_format in EXPORT_FORMATS.items()
+                   if quantization in export_format.quantizations]
+        return (f"--quantization {quantization} goes with --format {', '.join(writers)} "
                 f"(--format {self.name} takes {', '.join(self.quantizations)})")
 
 

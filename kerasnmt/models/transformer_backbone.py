@@ -291,18 +291,15 @@ class TransformerBackbone(keras.Model):
         return config
 
 
-# The arguments of `TransformerBackbone` that make its architecture: all but the vocabulary
+# The arguments of `TransformerBackbone` that make its architecture, with their defaults
+# (the configuration's `model` section takes them as its own): all but the vocabulary
 # sizes (a `Translator` takes them from its preprocessor) and Keras' own.
-ARCHITECTURE_ARGUMENTS = tuple(
-    name for name in inspect.signature(TransformerBackbone).parameters
-    if name not in ("source_vocabulary_size", "target_vocabulary_size", "kwargs")
-)
-# Their defaults, which the configuration's `model` section takes as its own.
 ARCHITECTURE_DEFAULTS = {
     name: parameter.default
     for name, parameter in inspect.signature(TransformerBackbone).parameters.items()
-    if name in ARCHITECTURE_ARGUMENTS
+    if name not in ("source_vocabulary_size", "target_vocabulary_size", "kwargs")
 }
+ARCHITECTURE_ARGUMENTS = tuple(ARCHITECTURE_DEFAULTS)
 
 
 def architecture_config(backbone):

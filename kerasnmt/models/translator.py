@@ -24,6 +24,7 @@ from kerasnmt.training.fused_adam import FusedAdam
 from kerasnmt.training.noam_decay import NoamDecay
 from kerasnmt.training.perplexity import Perplexity
 
+
 def _multi_worker_logs(logs):
     """A step's logs as Keras can reduce them across workers: with several workers it
     averages them along axis 0 (keras-team/keras#20585), which a scalar lacks, so each

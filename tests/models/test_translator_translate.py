@@ -7,11 +7,15 @@ import tensorflow as tf
 
 from kerasnmt.data.lexical_shortlist import LexicalShortlist
 from kerasnmt.data.vocabulary import END_OF_SENTENCE_ID, START_OF_SENTENCE_ID
-from kerasnmt.decoding import hypothesis_texts, source_width_buckets
+from kerasnmt.decoding import BeamSampler, hypothesis_texts, source_width_buckets
 from kerasnmt.decoding.widths import width_of
-from kerasnmt.decoding import BeamSampler
 from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
-from tests.models.translator_fixtures import corpus, forbid_outside, tiny_translator
+from tests.models.translator_fixtures import (
+    corpus,
+    fit_until_reproduced,
+    forbid_outside,
+    tiny_translator,
+)
 
 # Long tests (training, exports, decoding): run first (tests/conftest.py).
 pytestmark = pytest.mark.heavy(102)
@@ -193,25 +197,8 @@ def trained():
     translator = tiny_translator(num_units=32, num_heads=4, ffn_inner_dim=64)
     # Without XLA (test_translator.py trains with it): half the setup.
     translator.compile(optimizer=keras.optimizers.Adam(0.01), jit_compile=False)
-    features, labels = translator.preprocessor(
-        tf.constant(list(sources)), tf.constant(list(targets))
-    )
-    inputs = {"source_ids": features["ids"], "source_length": features["length"],
-              "target_ids": labels["ids"]}
-    ids_out, lengths = labels["ids_out"].numpy(), labels["length"].numpy()
-    teacher_forced = tf.function(lambda: tf.nn.softmax(translator(inputs)["logits"]))
-
-    class StopWhenEveryTargetIsReproduced(keras.callbacks.Callback):
-        def on_epoch_end(self, epoch, logs=None):
-            probabilities = teacher_forced().numpy()
-            self.model.stop_training = all(
-                (probabilities[i, np.arange(n), ids_out[i, :n]] > 0.9).all()
-                for i, n in enumerate(lengths)
-            )
-
-    translator.fit(sources, targets, batch_size=20, length_bucket_width=8,
-                   pad_to_bucket_boundary=True, epochs=300, verbose=0,
-                   callbacks=[StopWhenEveryTargetIsReproduced()])
+    fit_until_reproduced(translator, sources, targets, batch_size=20, length_bucket_width=8,
+                         pad_to_bucket_boundary=True, epochs=300)
     return translator, sources, targets
 
 

@@ -2,6 +2,7 @@
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
 from kerasnmt.models import Translator
@@ -51,3 +52,31 @@ def forbid_outside(translator, allowed):
     bias = translator.output_bias if layer is None else layer.bias
     forbidden = ~np.isin(np.arange(translator.backbone.target_vocabulary_size), allowed)
     bias.assign(np.where(forbidden, -1e9, bias.numpy()))
+
+
+def fit_until_reproduced(translator, sources, targets, **fit_options):
+    """Fits `translator` (compiled) on `sources` and `targets` until every target token has
+    a teacher-forced probability above 0.9, or `fit_options["epochs"]` run out.
+
+    Returns:
+        Whether every target token's probability is then above 0.9.
+    """
+    features, labels = translator.preprocessor(
+        tf.constant(list(sources)), tf.constant(list(targets)))
+    inputs = {"source_ids": features["ids"], "source_length": features["length"],
+              "target_ids": labels["ids"]}
+    ids_out, lengths = labels["ids_out"].numpy(), labels["length"].numpy()
+    teacher_forced = tf.function(lambda: tf.nn.softmax(translator(inputs)["logits"]))
+
+    def reproduced():
+        probabilities = teacher_forced().numpy()
+        return all((probabilities[i, np.arange(n), ids_out[i, :n]] > 0.9).all()
+                   for i, n in enumerate(lengths))
+
+    class StopWhenEveryTargetIsReproduced(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            self.model.stop_training = reproduced()
+
+    translator.fit(sources, targets, verbose=0, callbacks=[StopWhenEveryTargetIsReproduced()],
+                   **fit_options)
+    return reproduced()
