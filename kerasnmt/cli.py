@@ -841,6 +841,10 @@ class _SavedModelTranslator:
         self.signature = model.signatures["n_best" if self.n_best_signature else "serving_default"]
         self.n_best = n_best
         self.with_alignments = with_alignments
+        # Each translated sentence's count of unknown source tokens, in translation order;
+        # exports written before the signatures returned it give none.
+        self.unknown_source_tokens = [] if "unknown_source_tokens" in (
+            self.signature.structured_outputs) else None
         # What the export provides is in the signature's output specs: refuse before
         # reading or decoding anything.
         outputs = self.signature.structured_outputs
@@ -858,6 +862,8 @@ class _SavedModelTranslator:
         """A list of n-best lists of hypotheses (`text`, `score`[, `alignment`]), one per
         sentence."""
         outputs = self.signature(source=self.tf.constant(sentences, self.tf.string))
+        if self.unknown_source_tokens is not None:
+            self.unknown_source_tokens.append(outputs["unknown_source_tokens"].numpy())
         if not self.n_best_signature:
             return [[{"text": text.decode("utf-8"), "score": float(score)}] for text, score in
                     zip(outputs["translation"].numpy(), outputs["score"].numpy())]
@@ -953,9 +959,10 @@ def translate(parser):
     With --saved-model, the SavedModel decides the decoding options (fixed at export);
     with --config (and --checkpoint) or --model, they come from the configuration's
     params section (beam_width, length_penalty, ...). Sentences are translated in
-    batches of similar lengths; a progress bar is shown when --output is a file. With
-    --config or --model, source tokens the source vocabulary lacks (read as <unk>) are
-    counted, and a warning on stderr says how many, in how many sentences.
+    batches of similar lengths; a progress bar is shown when --output is a file. Source
+    tokens the source vocabulary lacks (read as <unk>) are counted, and a warning on stderr
+    says how many, in how many sentences (a SavedModel counts those left after its
+    maximum_source_length cut; one exported by kerasnmt 0.1.0 does not count them).
 
     --output FILE is written whole or not at all: the translations go to a temporary
     file beside it, renamed to FILE once it holds one line per source line (N with
@@ -1033,11 +1040,12 @@ def translate(parser):
         )
         if not args.output:
             sys.stdout.writelines(lines)
-            _report_unknown_source_tokens(unknown, translator)
-            return
-        with result_file(args.output, expected_lines=len(sentences) * n_best) as stream:
-            stream.writelines(lines)
-        print(f"wrote {len(sentences)} translations to {args.output}")
+        else:
+            with result_file(args.output, expected_lines=len(sentences) * n_best) as stream:
+                stream.writelines(lines)
+            print(f"wrote {len(sentences)} translations to {args.output}")
+        if args.saved_model and translate_batch.unknown_source_tokens is not None:
+            unknown = np.concatenate(translate_batch.unknown_source_tokens + [np.zeros([0])])
         _report_unknown_source_tokens(unknown, translator)
 
     return run
@@ -1062,7 +1070,8 @@ def _report_unknown_source_tokens(unknown, translator):
 
     tokens, sentences = int(unknown.sum()), int(np.count_nonzero(unknown))
     hint = ""
-    tokenizer = translator.preprocessor.source_tokenizer
+    # A SavedModel's tokenizer is in its graph (`translator` is None): no hint then.
+    tokenizer = translator.preprocessor.source_tokenizer if translator else None
     if isinstance(tokenizer, SentencePieceTokenizer) and not tokenizer.byte_fallback:
         hint = ("; a SentencePiece vocabulary with byte fallback (kerasnmt build-vocab "
                 "--sentencepiece, without --no-byte-fallback) spells unseen characters in "
