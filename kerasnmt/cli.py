@@ -841,13 +841,12 @@ class _SavedModelTranslator:
         self.signature = model.signatures["n_best" if self.n_best_signature else "serving_default"]
         self.n_best = n_best
         self.with_alignments = with_alignments
-        # Each translated sentence's count of unknown source tokens, in translation order;
-        # exports written before the signatures returned it give none.
-        self.unknown_source_tokens = [] if "unknown_source_tokens" in (
-            self.signature.structured_outputs) else None
         # What the export provides is in the signature's output specs: refuse before
         # reading or decoding anything.
         outputs = self.signature.structured_outputs
+        # Each translated sentence's count of unknown source tokens, in translation order;
+        # exports written before the signatures returned it give none.
+        self.unknown_source_tokens = [] if "unknown_source_tokens" in outputs else None
         available = outputs["translations"].shape[1] if self.n_best_signature else 1
         if available < n_best:
             raise ValueError(
@@ -1045,7 +1044,8 @@ def translate(parser):
                 stream.writelines(lines)
             print(f"wrote {len(sentences)} translations to {args.output}")
         if args.saved_model and translate_batch.unknown_source_tokens is not None:
-            unknown = np.concatenate(translate_batch.unknown_source_tokens + [np.zeros([0])])
+            unknown = np.concatenate(
+                [np.zeros([0], np.int32)] + translate_batch.unknown_source_tokens)
         _report_unknown_source_tokens(unknown, translator)
 
     return run

@@ -71,5 +71,21 @@ def unknown_source_tokens(preprocessor, sentences):
     sentences = tf.strings.unicode_transcode(
         tf.constant(list(sentences), tf.string), "UTF-8", "UTF-8", errors="replace",
         replacement_char=0xFFFD)
-    ids = preprocessor(sentences)["ids"].numpy()
-    return np.sum(ids == len(preprocessor.source_vocabulary), axis=-1).astype(np.int64)
+    ids = preprocessor(sentences)["ids"]
+    return unknown_id_counts(preprocessor, ids).numpy().astype(np.int64)
+
+
+def unknown_id_counts(preprocessor, ids):
+    """int32 `[B]`: how many of each row's source ids are the unknown id (the one after the
+    source vocabulary), in graph or eagerly.
+
+    Examples:
+        >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
+        >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
+        >>> preprocessor = TranslationPreprocessor(
+        ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary)
+        >>> unknown_id_counts(preprocessor, tf.constant([[3, 5, 5], [5, 0, 0]])).numpy().tolist()
+        [2, 1]
+    """
+    unknown_id = len(preprocessor.source_vocabulary)
+    return tf.reduce_sum(tf.cast(tf.equal(ids, unknown_id), tf.int32), axis=-1)

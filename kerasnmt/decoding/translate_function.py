@@ -19,7 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from kerasnmt.decoding.decode_call import decode_chunk, decode_function
-from kerasnmt.decoding.source import source_features
+from kerasnmt.decoding.source import source_features, unknown_id_counts
 from kerasnmt.decoding.text import hypothesis_texts, longest
 from kerasnmt.decoding.widths import bucket_index, decoding_steps
 
@@ -122,7 +122,7 @@ class TranslateFunction:
         best = {key: value[:, :1] for key, value in outputs.items()}
         texts = self._texts(best, features, False)["texts"]
         return {"translation": texts[:, 0], "score": outputs["scores"][:, 0],
-                "unknown_source_tokens": self._unknown_source_tokens(features)}
+                "unknown_source_tokens": unknown_id_counts(self.preprocessor, features["ids"])}
 
     def n_best(self, source, with_alignments):
         outputs, features = self.hypotheses(source)
@@ -131,17 +131,11 @@ class TranslateFunction:
             "translations": texts["texts"],
             "scores": outputs["scores"],
             "log_probs": outputs["log_probs"],
-            "unknown_source_tokens": self._unknown_source_tokens(features),
+            "unknown_source_tokens": unknown_id_counts(self.preprocessor, features["ids"]),
         }
         if with_alignments:
             result["alignments"] = texts["alignments"]
         return result
-
-    def _unknown_source_tokens(self, features):
-        """int32 `[B]`: each sentence's translated tokens the source vocabulary lacks (read
-        as the unknown id), so that a caller can say what `<unk>` cost it."""
-        unknown_id = len(self.preprocessor.source_vocabulary)
-        return tf.reduce_sum(tf.cast(tf.equal(features["ids"], unknown_id), tf.int32), axis=-1)
 
     def details(self, features):
         """Everything `Translator.translate` returns, as tensors (never a signature), from
