@@ -4,8 +4,8 @@ import textwrap
 
 import pytest
 
-from kerasnmt import config as config_module
 from kerasnmt.config import ConfigError, check_config, config_reference, default_config, load_config
+from kerasnmt.config.schema import SCHEMA, walk
 
 DOCS_TRAINING = pathlib.Path(__file__).resolve().parents[1] / "docs" / "training.md"
 
@@ -568,7 +568,7 @@ def test_docs_training_page_carries_the_generated_reference():
         f"{DOCS_TRAINING} is out of date: replace the text between the markers with the "
         "output of `python -m kerasnmt.config`"
     )
-    for key_path, option in config_module._walk(config_module._SCHEMA):
+    for key_path, option in walk(SCHEMA):
         assert f"`{key_path}`" in embedded
 
 
