@@ -1,3 +1,4 @@
+import inspect
 import os
 import pathlib
 import textwrap
@@ -6,6 +7,9 @@ import pytest
 
 from kerasnmt.config import ConfigError, check_config, config_reference, default_config, load_config
 from kerasnmt.config.schema import SCHEMA, walk
+from kerasnmt.data.lexical_shortlist import LexicalShortlist
+from kerasnmt.decoding import BeamSampler
+from kerasnmt.models import Translator
 
 DOCS_TRAINING = pathlib.Path(__file__).resolve().parents[1] / "docs" / "training.md"
 
@@ -114,6 +118,33 @@ def test_defaults_follow_opennmt_tf_where_it_has_the_key():
     assert config["train"]["effective_batch_size"] == 25000
     assert config["train"]["sample_buffer_size"] == -1
     assert config["eval"]["batch_size"] == 32 and config["infer"]["batch_size"] == 32
+
+
+def test_decoding_options_default_to_the_python_apis():
+    """One default an option: the `params` decoding keys are those of `BeamSampler()`,
+    and `infer.batch_size`, the length limit and the shortlist width those of
+    `Translator.translate` and `LexicalShortlist`."""
+    params = default_config()["params"]
+    sampler = BeamSampler()
+    assert params["beam_width"] == sampler.beam_size == 4
+    assert params["num_hypotheses"] == sampler.n_best
+    assert params["sampling_topk"] == sampler.top_k
+    assert params["sampling_temperature"] == sampler.temperature
+    assert params["maximum_decoding_length"] == sampler.max_length
+    assert params["minimum_decoding_length"] == sampler.min_length
+    assert params["length_penalty"] == sampler.length_penalty
+    assert params["coverage_penalty"] == sampler.coverage_penalty
+    assert params["length_normalization"] == sampler.length_normalization == "gnmt"
+    assert params["finished_hypotheses"] == sampler.finished_hypotheses == "in_beam"
+    assert params["freeze_finished_scores"] == sampler.freeze_finished_scores
+    assert params["early_exit"] == sampler.early_exit
+    assert params["compact_batch"] == sampler.compact_batch
+    translate = inspect.signature(Translator.translate).parameters
+    assert default_config()["infer"]["batch_size"] == translate["batch_size"].default
+    assert params["decoding_length_ratio"] == translate["length_ratio"].default
+    assert params["decoding_length_offset"] == translate["length_offset"].default
+    width = inspect.signature(LexicalShortlist.load).parameters["width"].default
+    assert params["shortlist_width"] == width
 
 
 def test_unknown_keys_get_suggestions(tmp_path):

@@ -17,10 +17,11 @@ from kerasnmt.config.option_types import (
     Option,
 )
 from kerasnmt.data.batching import BATCH_TYPES
+from kerasnmt.training.fitting import DEFAULT_BATCH_SIZE
 
 
 EVAL_SECTION = {
-    "batch_size": Option(32, Integer(minimum=1), "Evaluation batch size."),
+    "batch_size": Option(DEFAULT_BATCH_SIZE, Integer(minimum=1), "Evaluation batch size."),
     "batch_type": Option(
         "examples", Choice(*BATCH_TYPES), "Count `batch_size` in examples or tokens."
     ),

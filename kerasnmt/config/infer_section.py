@@ -7,10 +7,13 @@ Example:
 """
 
 from kerasnmt.config.option_types import Boolean, Choice, Integer, Option
+from kerasnmt.decoding.translate import TRANSLATION_BATCH_SIZE
 
 
 INFER_SECTION = {
-    "batch_size": Option(32, Integer(minimum=1), "Translation batch size."),
+    "batch_size": Option(
+        TRANSLATION_BATCH_SIZE, Integer(minimum=1), "Translation batch size."
+    ),
     "batch_type": Option(
         "examples",
         Choice("examples"),

@@ -1,5 +1,6 @@
 """The `params` section of the run configuration: optimizer, learning rate schedule, loss
-and decoding options, with the rules of the optimizer's arguments.
+and decoding options, with the rules of the optimizer's arguments. The decoding options'
+defaults are those of `BeamSampler`, `Translator.translate` and `LexicalShortlist`.
 
 Example:
 
@@ -25,8 +26,10 @@ from kerasnmt.config.option_types import (
     Path,
     got,
 )
-from kerasnmt.decoding.beam_sampler import FINISHED_HYPOTHESES
+from kerasnmt.data.lexical_shortlist import DEFAULT_WIDTH as DEFAULT_SHORTLIST_WIDTH
+from kerasnmt.decoding.beam_sampler import FINISHED_HYPOTHESES, SAMPLER_DEFAULTS
 from kerasnmt.decoding.search.scoring import LENGTH_NORMALIZATIONS
+from kerasnmt.decoding.widths import DEFAULT_LENGTH_OFFSET, DEFAULT_LENGTH_RATIO
 from kerasnmt.training.losses import GUIDED_ALIGNMENT_TYPES
 
 
@@ -110,29 +113,31 @@ PARAMS_SECTION = {
     "guided_alignment_weight": Option(
         1.0, Number(minimum=0), "Weight of the guided alignment loss."
     ),
-    "beam_width": Option(4, Integer(minimum=1), "Beam size; 1 is greedy search."),
+    "beam_width": Option(
+        SAMPLER_DEFAULTS["beam_size"], Integer(minimum=1), "Beam size; 1 is greedy search."
+    ),
     "length_penalty": Option(
-        0.0,
+        SAMPLER_DEFAULTS["length_penalty"],
         Number(minimum=0),
         "Length penalty `alpha`: scores are divided by `((5 + length) / 6) ** alpha` (GNMT), "
         "or by `length ** alpha` with `length_normalization: power`.",
     ),
     "length_normalization": Option(
-        "gnmt",
+        SAMPLER_DEFAULTS["length_normalization"],
         Choice(*LENGTH_NORMALIZATIONS),
         "Divisor of the length penalty: `gnmt` (OpenNMT-tf's `((5 + length) / 6) ** "
         "alpha`) or `power` (`length ** alpha`: fairseq's `--lenpen`, Marian's "
         "`--normalize`, CTranslate2's `length_penalty`; `length` counts `</s>`).",
     ),
     "freeze_finished_scores": Option(
-        False,
+        SAMPLER_DEFAULTS["freeze_finished_scores"],
         Boolean(),
         "Score a finished hypothesis with its own length from the step it emits `</s>` "
         "(as fairseq and CTranslate2; `BeamSampler(freeze_finished_scores=True)`). "
         "OpenNMT-tf (`false`) ranks it with its length plus one.",
     ),
     "finished_hypotheses": Option(
-        "in_beam",
+        SAMPLER_DEFAULTS["finished_hypotheses"],
         Choice(*FINISHED_HYPOTHESES),
         "Where the beam search's finished hypotheses go: `in_beam` (OpenNMT-tf: they keep "
         "their slots, re-ranked each step) or `set_aside` (fairseq and CTranslate2: they "
@@ -142,43 +147,47 @@ PARAMS_SECTION = {
         "`sampling_topk: 1`).",
     ),
     "coverage_penalty": Option(
-        0.0,
+        SAMPLER_DEFAULTS["coverage_penalty"],
         Number(minimum=0),
         "GNMT coverage penalty `beta`: adds `beta * sum(log(min(attention_sum, 1)))` over "
         "the source positions.",
     ),
     "sampling_topk": Option(
-        1,
+        SAMPLER_DEFAULTS["top_k"],
         Integer(minimum=0),
         "1 searches deterministically; k > 1 samples each token among the k most likely; "
         "0 samples from the whole distribution.",
     ),
     "sampling_temperature": Option(
-        1.0,
+        SAMPLER_DEFAULTS["temperature"],
         Number(minimum=0, closed=(False, True)),
         "Logits are divided by this before sampling; higher is more random.",
     ),
     "num_hypotheses": Option(
-        1,
+        SAMPLER_DEFAULTS["n_best"],
         Integer(minimum=1),
         "Hypotheses a decode returns (the n-best list); at most `beam_width`.",
     ),
     "maximum_decoding_length": Option(
-        250, Integer(minimum=1), "Maximum length of a translation, `</s>` excluded."
+        SAMPLER_DEFAULTS["max_length"],
+        Integer(minimum=1),
+        "Maximum length of a translation, `</s>` excluded.",
     ),
     "decoding_length_ratio": Option(
-        2.0,
+        DEFAULT_LENGTH_RATIO,
         Number(minimum=0),
         "A translation of a sentence of n source tokens has at most `floor(ratio * n) + "
         "decoding_length_offset` tokens (fairseq's `max_len_a`).",
     ),
     "decoding_length_offset": Option(
-        10,
+        DEFAULT_LENGTH_OFFSET,
         Integer(minimum=1),
         "The offset of that limit (fairseq's `max_len_b`).",
     ),
     "minimum_decoding_length": Option(
-        0, Integer(minimum=0), "Minimum length of a translation, `</s>` excluded."
+        SAMPLER_DEFAULTS["min_length"],
+        Integer(minimum=0),
+        "Minimum length of a translation, `</s>` excluded.",
     ),
     "replace_unknown_target": Option(
         False,
@@ -186,7 +195,7 @@ PARAMS_SECTION = {
         "Replace each unknown target token by the source token with the highest attention.",
     ),
     "compact_batch": Option(
-        False,
+        SAMPLER_DEFAULTS["compact_batch"],
         Boolean(),
         "Stop each sentence as soon as its hypotheses have finished and decode the "
         "unfinished ones in smaller batches (`BeamSampler(compact_batch=True)`; `translate` "
@@ -195,7 +204,7 @@ PARAMS_SECTION = {
         "(`false`) decodes a finished sentence on with its batch.",
     ),
     "early_exit": Option(
-        False,
+        SAMPLER_DEFAULTS["early_exit"],
         Boolean(),
         "Stop a batch's beam search once the `num_hypotheses` best hypotheses of every "
         "sentence have finished (`BeamSampler(early_exit=True)`; `--early-exit` of "
@@ -212,7 +221,7 @@ PARAMS_SECTION = {
         "translations may differ. `null`: the whole target vocabulary.",
     ),
     "shortlist_width": Option(
-        2048,
+        DEFAULT_SHORTLIST_WIDTH,
         Integer(minimum=3),
         "Target ids a batch is decoded over with `shortlist` (its shortlist padded to "
         "this, one compiled decoding for all); a batch whose shortlist is longer is "

@@ -7,7 +7,11 @@ import tensorflow as tf
 
 from kerasnmt.data.string_arrays import string_array
 from kerasnmt.decoding.decode import decode
-from kerasnmt.decoding.translate import forget_translate_functions, translate
+from kerasnmt.decoding.translate import (
+    TRANSLATION_BATCH_SIZE,
+    forget_translate_functions,
+    translate,
+)
 from kerasnmt.decoding.widths import (
     DEFAULT_LENGTH_OFFSET,
     DEFAULT_LENGTH_RATIO,
@@ -211,7 +215,7 @@ class Translator(keras.Model):
         self,
         sentences,
         sampler=None,
-        batch_size=32,
+        batch_size=TRANSLATION_BATCH_SIZE,
         return_details=False,
         replace_unknown_target=False,
         jit_compile=True,
