@@ -31,7 +31,7 @@ from kerasnmt.data.text_files import ERROR_POLICIES
 from kerasnmt.data.vocabulary import load_vocabulary, save_vocabulary
 from kerasnmt.data.vocabulary_builder import DEFAULT_TOLERANCE, build_vocabulary
 from kerasnmt.decoding.translate import TRANSLATION_BATCH_SIZE
-from kerasnmt.evaluation import BLEU_TOKENIZERS, check_moses_language, score_files
+from kerasnmt.evaluation import BLEU_TOKENIZERS, DEFAULT_LANGUAGE, check_moses_language, score_files
 
 PROGRAM = "kerasnmt"
 BAD_INPUT_STATUS = 2
@@ -306,7 +306,7 @@ def evaluate(parser):
         help="sacreBLEU's tokenizer for BLEU (default: %(default)s, sacreBLEU's own default)",
     )
     parser.add_argument(
-        "--language", type=moses_language, default="en",
+        "--language", type=moses_language, default=DEFAULT_LANGUAGE,
         help="language of the translations, for the Moses tokenizer of the tokenized "
         "lowercased BLEU, as the Moses scripts' -l (default: %(default)s)",
     )

@@ -9,7 +9,10 @@ from kerasnmt.config import ConfigError, check_config, config_reference, default
 from kerasnmt.config.schema import SCHEMA, walk
 from kerasnmt.data.lexical_shortlist import LexicalShortlist
 from kerasnmt.decoding import BeamSampler
+from kerasnmt.evaluation import score_translations
 from kerasnmt.models import Translator
+from kerasnmt.training import FusedAdam
+from tests.models.translator_fixtures import preprocessor
 
 DOCS_TRAINING = pathlib.Path(__file__).resolve().parents[1] / "docs" / "training.md"
 
@@ -145,6 +148,31 @@ def test_decoding_options_default_to_the_python_apis():
     assert params["decoding_length_offset"] == translate["length_offset"].default
     width = inspect.signature(LexicalShortlist.load).parameters["width"].default
     assert params["shortlist_width"] == width
+
+
+def test_optimizer_and_loss_options_default_to_the_translators():
+    """`Translator()` and `Translator.compile()` train as the configuration's defaults say:
+    Adam (run as FusedAdam) with betas 0.9 and 0.998 on NoamDecay(2.0, num_units, 8000),
+    label smoothing 0.1, no guided alignment."""
+    config = default_config()
+    params = config["params"]
+    translator = Translator(preprocessor(), num_layers=1, num_units=8, num_heads=2,
+                            ffn_inner_dim=8)
+    translator.compile()
+    optimizer = translator.optimizer
+    assert params["optimizer"] == "Adam" and isinstance(optimizer, FusedAdam)
+    assert params["optimizer_params"] == {"beta_1": optimizer.beta_1, "beta_2": optimizer.beta_2}
+    assert params["optimizer_params"] == {"beta_1": 0.9, "beta_2": 0.998}
+    schedule = optimizer._learning_rate
+    assert params["decay_type"] == type(schedule).__name__ == "NoamDecay"
+    assert (schedule.scale, schedule.model_dim, schedule.warmup_steps) == (
+        params["learning_rate"], 8, params["decay_params"]["warmup_steps"])
+    assert (params["label_smoothing"], params["guided_alignment_type"],
+            params["guided_alignment_weight"]) == (
+        translator.label_smoothing, translator.guided_alignment_type,
+        translator.guided_alignment_weight) == (0.1, None, 1.0)
+    assert config["eval"]["target_language"] == "en" == inspect.signature(
+        score_translations).parameters["language"].default
 
 
 def test_unknown_keys_get_suggestions(tmp_path):

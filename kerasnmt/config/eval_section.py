@@ -17,8 +17,11 @@ from kerasnmt.config.option_types import (
     Option,
 )
 from kerasnmt.data.batching import BATCH_TYPES
+from kerasnmt.evaluation import DEFAULT_LANGUAGE, SCORERS
 from kerasnmt.training.fitting import DEFAULT_BATCH_SIZE
 
+# What an evaluation records: the validation loss and the scores of `SCORERS`.
+VALIDATION_METRICS = (*SCORERS, "loss")
 
 EVAL_SECTION = {
     "batch_size": Option(DEFAULT_BATCH_SIZE, Integer(minimum=1), "Evaluation batch size."),
@@ -31,21 +34,21 @@ EVAL_SECTION = {
         "and when training ends.",
     ),
     "scorers": Option(
-        ["bleu", "chrf"],
-        ChoiceList("bleu", "chrf", case_sensitive=False),
+        list(SCORERS),
+        ChoiceList(*SCORERS, case_sensitive=False),
         "Scores computed on the detokenized translations of the validation set with "
         "sacreBLEU (case-insensitive names). `bleu` also reports `bleu_tokenized_lc`, "
         "BLEU as papers on Multi30k publish it (lowercased, Moses-tokenized text).",
     ),
     "target_language": Option(
-        "en",
+        DEFAULT_LANGUAGE,
         LanguageCode(),
         "Language of the validation references, for the Moses tokenizer of "
         "`bleu_tokenized_lc` (as the Moses scripts' `-l`: `de` for German).",
     ),
     "export_on_best": Option(
         None,
-        Choice("bleu", "chrf", "loss", None),
+        Choice(*VALIDATION_METRICS, None),
         "Export a SavedModel to `model_dir/export/STEP` when this metric is the best so "
         "far; it must be `loss` or one of `scorers`.",
     ),
@@ -61,7 +64,7 @@ EVAL_SECTION = {
     "early_stopping": {
         "metric": Option(
             "loss",
-            Choice("bleu", "chrf", "loss"),
+            Choice(*VALIDATION_METRICS),
             "Early stopping's metric: `loss` or one of `scorers`.",
         ),
         "min_improvement": Option(

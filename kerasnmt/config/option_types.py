@@ -10,20 +10,18 @@ Example:
 8
 >>> Number(0, 1, closed=(True, False)).describe()
 'a number in [0, 1)'
->>> Choice("examples", "tokens").check("token", base_dir=".")
-Traceback (most recent call last):
-...
-kerasnmt.config.option_types.Invalid: expected one of examples, tokens, got 'token' (did you mean 'tokens'?)
+>>> try:
+...     Choice("examples", "tokens").check("token", base_dir=".")
+... except Invalid as error:
+...     print(error)
+expected one of examples, tokens, got 'token' (did you mean 'tokens'?)
 """
 
 import dataclasses
 import difflib
-import inspect
 import os
 import re
 from typing import Any
-
-import keras
 
 
 class Invalid(Exception):
@@ -280,34 +278,6 @@ class Mapping(Kind):
             if not isinstance(name, str) or isinstance(item, (dict, list)):
                 raise Invalid(f"expected {self.describe()}, got {name!r}: {item!r}")
         return dict(value)
-
-
-def _keras_optimizer_names():
-    """The optimizer classes that `keras.optimizers` offers, by name."""
-    wrappers = ("LossScaleOptimizer", "MultiOptimizer", "Optimizer")
-    return sorted(
-        name
-        for name, value in vars(keras.optimizers).items()
-        if inspect.isclass(value)
-        and issubclass(value, keras.optimizers.Optimizer)
-        and name not in wrappers
-    )
-
-
-class OptimizerName(Choice):
-    """Any optimizer class of `keras.optimizers`, looked up when a configuration is read."""
-
-    def __init__(self):
-        self.nullable = False
-        self.case_sensitive = True
-
-    @property
-    def choices(self):
-        return _keras_optimizer_names()
-
-    def _describe(self):
-        return "the name of an optimizer class in keras.optimizers"
-
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """The `params` section of the run configuration: optimizer, learning rate schedule, loss
 and decoding options, with the rules of the optimizer's arguments. The decoding options'
-defaults are those of `BeamSampler`, `Translator.translate` and `LexicalShortlist`.
+defaults are those of `BeamSampler`, `Translator.translate` and `LexicalShortlist`; the
+loss's those of `Translator`; the optimizer's those of `kerasnmt.training.optimizers`.
 
 Example:
 
@@ -13,15 +14,12 @@ Example:
 import difflib
 import inspect
 
-import keras
-
 from kerasnmt.config.option_types import (
     Boolean,
     Choice,
     Integer,
     Mapping,
     Number,
-    OptimizerName,
     Option,
     Path,
     got,
@@ -30,32 +28,58 @@ from kerasnmt.data.lexical_shortlist import DEFAULT_WIDTH as DEFAULT_SHORTLIST_W
 from kerasnmt.decoding.beam_sampler import FINISHED_HYPOTHESES, SAMPLER_DEFAULTS
 from kerasnmt.decoding.search.scoring import LENGTH_NORMALIZATIONS
 from kerasnmt.decoding.widths import DEFAULT_LENGTH_OFFSET, DEFAULT_LENGTH_RATIO
+from kerasnmt.models.translator import LOSS_DEFAULTS
 from kerasnmt.training.losses import GUIDED_ALIGNMENT_TYPES
+from kerasnmt.training.optimizers import (
+    DECAY_TYPES,
+    DEFAULT_DECAY_TYPE,
+    DEFAULT_LEARNING_RATE,
+    DEFAULT_OPTIMIZER,
+    DEFAULT_OPTIMIZER_ARGUMENTS,
+    DEFAULT_WARMUP_STEPS,
+    optimizer_class,
+    optimizer_names,
+)
+
+
+class OptimizerName(Choice):
+    """Any optimizer class of `keras.optimizers`, looked up when a configuration is read."""
+
+    def __init__(self):
+        self.nullable = False
+        self.case_sensitive = True
+
+    @property
+    def choices(self):
+        return optimizer_names()
+
+    def _describe(self):
+        return "the name of an optimizer class in keras.optimizers"
 
 
 PARAMS_SECTION = {
     "optimizer": Option(
-        "Adam",
+        DEFAULT_OPTIMIZER,
         OptimizerName(),
         "Optimizer class name in `keras.optimizers` (`Adam`, `AdamW`, `Adafactor`, ...). "
         "`Adam` runs as `kerasnmt.training.FusedAdam`: the same update, one TensorFlow "
         "operation a variable.",
     ),
     "optimizer_params": Option(
-        {"beta_1": 0.9, "beta_2": 0.998},
+        DEFAULT_OPTIMIZER_ARGUMENTS,
         Mapping(),
         "Keyword arguments of the optimizer (for example `beta_2`, `epsilon`, `clipnorm`, "
         "`weight_decay`), merged onto those of the default that the optimizer takes.",
     ),
     "learning_rate": Option(
-        2.0,
+        DEFAULT_LEARNING_RATE,
         Number(minimum=0, closed=(False, True)),
         "The learning rate; with `decay_type: NoamDecay` it is the scale of the schedule, "
         "with `decay_type: InvSqrtDecay` its peak.",
     ),
     "decay_type": Option(
-        "NoamDecay",
-        Choice("NoamDecay", "InvSqrtDecay", None),
+        DEFAULT_DECAY_TYPE,
+        Choice(*DECAY_TYPES, None),
         "Learning rate schedule. `NoamDecay`: `learning_rate * model_dim ** -0.5 * "
         "min(step ** -0.5, step * warmup_steps ** -1.5)` with `step` counted from 1. "
         "`InvSqrtDecay`: `initial_learning_rate + (learning_rate - initial_learning_rate) "
@@ -70,7 +94,9 @@ PARAMS_SECTION = {
             "`model_dim` of `NoamDecay`; null takes `model.num_units`.",
         ),
         "warmup_steps": Option(
-            8000, Integer(minimum=1), "`warmup_steps` of `NoamDecay` or `InvSqrtDecay`."
+            DEFAULT_WARMUP_STEPS,
+            Integer(minimum=1),
+            "`warmup_steps` of `NoamDecay` or `InvSqrtDecay`.",
         ),
         "initial_learning_rate": Option(
             0.0,
@@ -101,17 +127,21 @@ PARAMS_SECTION = {
         "and the trained model hold the average.",
     ),
     "label_smoothing": Option(
-        0.1, Number(0, 1, closed=(True, False)), "Label smoothing of the cross-entropy."
+        LOSS_DEFAULTS["label_smoothing"],
+        Number(0, 1, closed=(True, False)),
+        "Label smoothing of the cross-entropy.",
     ),
     "guided_alignment_type": Option(
-        None,
+        LOSS_DEFAULTS["guided_alignment_type"],
         Choice(*GUIDED_ALIGNMENT_TYPES, None),
         "Guided alignment loss on the first head of the last decoder layer's "
         "cross-attention: cross-entropy (`ce`) or mean squared error (`mse`); needs "
         "`data.train_alignments`.",
     ),
     "guided_alignment_weight": Option(
-        1.0, Number(minimum=0), "Weight of the guided alignment loss."
+        LOSS_DEFAULTS["guided_alignment_weight"],
+        Number(minimum=0),
+        "Weight of the guided alignment loss.",
     ),
     "beam_width": Option(
         SAMPLER_DEFAULTS["beam_size"], Integer(minimum=1), "Beam size; 1 is greedy search."
@@ -255,8 +285,7 @@ _OPTIMIZER_ARGUMENTS_REFUSED = {
 def check_optimizer_params(params, error, given):
     """Reports the `params.optimizer_params` of `given` that the optimizer does not take,
     and drops the defaults it does not take (`beta_1` and `beta_2` for `SGD`)."""
-    optimizer_class = getattr(keras.optimizers, params["optimizer"])
-    signature = inspect.signature(optimizer_class.__init__)
+    signature = inspect.signature(optimizer_class(params["optimizer"]).__init__)
     accepted = [
         name
         for name, parameter in signature.parameters.items()

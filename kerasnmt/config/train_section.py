@@ -8,6 +8,7 @@ Example:
 
 from kerasnmt.config.option_types import Boolean, Choice, Integer, Option, Text
 from kerasnmt.data.batching import BATCH_TYPES
+from kerasnmt.training.precision import MIXED_PRECISION_SETTINGS
 
 
 TRAIN_SECTION = {
@@ -95,7 +96,7 @@ TRAIN_SECTION = {
     ),
     "mixed_precision": Option(
         None,
-        Choice("auto", "mixed_float16", "mixed_bfloat16", None),
+        Choice(*MIXED_PRECISION_SETTINGS, None),
         "Keras mixed precision policy: `mixed_float16` (GPU, with loss scaling), "
         "`mixed_bfloat16` (CPU, TPU); null trains in float32. `auto` picks "
         "`mixed_bfloat16` on a TPU, `mixed_float16` when a GPU is visible, "
