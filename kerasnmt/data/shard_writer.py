@@ -17,19 +17,15 @@ directory is rewritten. A killed run therefore leaves no partial file under a fi
 name, and no index, which reading refuses.
 
 Example:
-    >>> import os, tempfile
+    >>> import pathlib, tempfile
     >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
-    >>> directory = tempfile.mkdtemp()
-    >>> for name, text in (("src", "a b\\nb\\na\\n"), ("tgt", "b\\na a\\nb\\n")):
-    ...     with open(os.path.join(directory, name), "w") as file:
-    ...         _ = file.write(text)
-    >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
-    >>> preprocessor = TranslationPreprocessor(
-    ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary)
-    >>> index_path = write_shards(os.path.join(directory, "src"),
-    ...     os.path.join(directory, "tgt"), preprocessor, os.path.join(directory, "shards"),
-    ...     num_shards=2)
-    >>> sorted(os.listdir(os.path.join(directory, "shards")))  # doctest: +NORMALIZE_WHITESPACE
+    >>> corpus = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (corpus / "en").write_text("a b\\nb\\na\\n"), (corpus / "de").write_text("b\\na\\nb\\n")
+    >>> words = ["<blank>", "<s>", "</s>", "a", "b"]
+    >>> index_path = write_shards(str(corpus / "en"), str(corpus / "de"),
+    ...     TranslationPreprocessor(WhitespaceTokenizer(), WhitespaceTokenizer(), words, words),
+    ...     str(corpus / "shards"), num_shards=2)
+    >>> sorted(path.name for path in (corpus / "shards").iterdir())  # doctest: +NORMALIZE_WHITESPACE
     ['train-00000-of-00002.lengths.npy', 'train-00000-of-00002.tfrecord',
      'train-00001-of-00002.lengths.npy', 'train-00001-of-00002.tfrecord', 'train.index.json']
 """
