@@ -1,10 +1,9 @@
 """`python -m kerasnmt.config` prints the configuration reference of `docs/training.md`.
 
 Example:
-
->>> from kerasnmt.config.reference import config_reference
->>> config_reference().startswith("### Top level")
-True
+    >>> from kerasnmt.config.reference import config_reference
+    >>> config_reference().startswith("### Top level")
+    True
 """
 
 from kerasnmt.config.reference import config_reference

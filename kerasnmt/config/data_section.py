@@ -1,9 +1,8 @@
 """The `data` section of the run configuration: vocabularies, tokenizers and corpora.
 
 Example:
-
->>> DATA_SECTION["train_features_file"].kind.describe()
-'a path to an existing file, or a list of them, or null'
+    >>> DATA_SECTION["train_features_file"].kind.describe()
+    'a path to an existing file, or a list of them, or null'
 """
 
 from kerasnmt.config.option_types import Number, NumberList, Option, Path, PathList

@@ -2,9 +2,8 @@
 stopping.
 
 Example:
-
->>> EVAL_SECTION["scorers"].default
-['bleu', 'chrf']
+    >>> EVAL_SECTION["scorers"].default
+    ['bleu', 'chrf']
 """
 
 from kerasnmt.config.option_types import (

@@ -1,9 +1,8 @@
 """The `infer` section of the run configuration: how `kerasnmt translate` batches and prints.
 
 Example:
-
->>> INFER_SECTION["n_best"].kind.describe()
-'an integer >= 1'
+    >>> INFER_SECTION["n_best"].kind.describe()
+    'an integer >= 1'
 """
 
 from kerasnmt.config.option_types import Boolean, Choice, Integer, Option

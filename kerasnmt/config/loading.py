@@ -1,9 +1,8 @@
 """Reading a configuration: YAML parsing, merging onto the defaults, and every check.
 
 Example:
-
->>> check_config({"train": {"batch_size": 64}}, base_dir=".")["train"]["batch_size"]
-64
+    >>> check_config({"train": {"batch_size": 64}}, base_dir=".")["train"]["batch_size"]
+    64
 """
 
 import os

@@ -2,9 +2,8 @@
 backbone's (`TransformerBackbone`'s signature).
 
 Example:
-
->>> MODEL_SECTION["maximum_relative_position"].default
-20
+    >>> MODEL_SECTION["maximum_relative_position"].default
+    20
 """
 
 from kerasnmt.config.option_types import Boolean, Choice, Integer, Layers, Number, Option

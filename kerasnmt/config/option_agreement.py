@@ -1,14 +1,13 @@
 """The rules between options of a configuration that are each valid alone.
 
 Example:
-
->>> from kerasnmt.config.schema import default_config
->>> config = default_config()
->>> config["model"]["num_heads"] = 3
->>> errors = {}
->>> check_together(config, errors, given_optimizer_params=None)
->>> errors["model.num_heads"]
-'model.num_heads: 3 does not divide model.num_units (512)'
+    >>> from kerasnmt.config.schema import default_config
+    >>> config = default_config()
+    >>> config["model"]["num_heads"] = 3
+    >>> errors = {}
+    >>> check_together(config, errors, given_optimizer_params=None)
+    >>> errors["model.num_heads"]
+    'model.num_heads: 3 does not divide model.num_units (512)'
 """
 
 from kerasnmt.config.data_section import check_data_files

@@ -5,16 +5,15 @@ Each kind has `describe()` (for the reference page and the error messages) and
 was expected.
 
 Example:
-
->>> Integer(minimum=1).check(8, base_dir=".")
-8
->>> Number(0, 1, closed=(True, False)).describe()
-'a number in [0, 1)'
->>> try:
-...     Choice("examples", "tokens").check("token", base_dir=".")
-... except Invalid as error:
-...     print(error)
-expected one of examples, tokens, got 'token' (did you mean 'tokens'?)
+    >>> Integer(minimum=1).check(8, base_dir=".")
+    8
+    >>> Number(0, 1, closed=(True, False)).describe()
+    'a number in [0, 1)'
+    >>> try:
+    ...     Choice("examples", "tokens").check("token", base_dir=".")
+    ... except Invalid as error:
+    ...     print(error)
+    expected one of examples, tokens, got 'token' (did you mean 'tokens'?)
 """
 
 import dataclasses
@@ -29,13 +28,9 @@ class Invalid(Exception):
 
 
 def got(value):
+    """The end of an error message: `got 5`, `got 'x'`, `got true` (YAML's spelling)."""
     return f"got {value!r}" if not isinstance(value, bool) else f"got {str(value).lower()}"
 
-
-# ---------------------------------------------------------------------------------------
-# Kinds of values. Each has `describe()` (for the docs and the error messages) and
-# `check(value, base_dir)`, which returns the value to keep or raises Invalid.
-# ---------------------------------------------------------------------------------------
 
 # PyYAML follows YAML 1.1, where `1e-4` (no decimal point) is a string, not a float.
 _SCIENTIFIC_NOTATION = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)[eE][+-]?\d+$")
@@ -282,6 +277,9 @@ class Mapping(Kind):
 
 @dataclasses.dataclass(frozen=True)
 class Option:
+    """An option of the schema: its default, the kind of value it takes, and its meaning
+    (the text of the reference page)."""
+
     default: Any
     kind: Kind
     doc: str

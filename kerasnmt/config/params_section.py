@@ -4,11 +4,10 @@ defaults are those of `BeamSampler`, `Translator.translate` and `LexicalShortlis
 loss's those of `Translator`; the optimizer's those of `kerasnmt.training.optimizers`.
 
 Example:
-
->>> PARAMS_SECTION["beam_width"].default
-4
->>> PARAMS_SECTION["length_normalization"].kind.describe()
-'one of gnmt, power'
+    >>> PARAMS_SECTION["beam_width"].default
+    4
+    >>> PARAMS_SECTION["length_normalization"].kind.describe()
+    'one of gnmt, power'
 """
 
 import difflib

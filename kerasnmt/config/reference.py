@@ -1,9 +1,8 @@
 """The configuration reference of `docs/training.md`, rendered from the schema.
 
 Example:
-
->>> print(config_reference().splitlines()[0])
-### Top level
+    >>> print(config_reference().splitlines()[0])
+    ### Top level
 """
 
 from kerasnmt.config.schema import SCHEMA, walk

@@ -2,11 +2,10 @@
 the defaults they make.
 
 Example:
-
->>> [path for path, _ in walk(SCHEMA)][:2]
-['model_dir', 'data.source_vocabulary']
->>> value_at(default_config(), "params.beam_width")
-4
+    >>> [path for path, _ in walk(SCHEMA)][:2]
+    ['model_dir', 'data.source_vocabulary']
+    >>> value_at(default_config(), "params.beam_width")
+    4
 """
 
 import copy

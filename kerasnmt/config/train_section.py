@@ -1,9 +1,8 @@
 """The `train` section of the run configuration: batching, checkpoints, precision, devices.
 
 Example:
-
->>> TRAIN_SECTION["batch_type"].default
-'tokens'
+    >>> TRAIN_SECTION["batch_type"].default
+    'tokens'
 """
 
 from kerasnmt.config.option_types import Boolean, Choice, Integer, Option, Text

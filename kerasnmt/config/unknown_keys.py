@@ -2,9 +2,8 @@
 OpenNMT-tf option kerasnmt lacks, or the key it most resembles.
 
 Example:
-
->>> unknown_key_message("train_steps", "train.train_steps", {})
-'train.train_steps: unknown key (kerasnmt calls it train.max_step)'
+    >>> unknown_key_message("train_steps", "train.train_steps", {})
+    'train.train_steps: unknown key (kerasnmt calls it train.max_step)'
 """
 
 import difflib
