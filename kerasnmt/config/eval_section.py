@@ -1,5 +1,5 @@
 """The `eval` section of the run configuration: validation, scorers, best exports and early
-stopping.
+stopping; its scorers and language are those of `kerasnmt.evaluation`.
 
 Example:
     >>> EVAL_SECTION["scorers"].default
@@ -11,16 +11,35 @@ from kerasnmt.config.option_types import (
     Choice,
     ChoiceList,
     Integer,
-    LanguageCode,
+    Invalid,
+    Kind,
     Number,
     Option,
+    got,
 )
 from kerasnmt.data.batching import BATCH_TYPES
-from kerasnmt.evaluation import DEFAULT_LANGUAGE, SCORERS
+from kerasnmt.evaluation import DEFAULT_LANGUAGE, SCORERS, check_moses_language
 from kerasnmt.training.fitting import DEFAULT_BATCH_SIZE
 
 # What an evaluation records: the validation loss and the scores of `SCORERS`.
 VALIDATION_METRICS = (*SCORERS, "loss")
+
+
+class LanguageCode(Kind):
+    """A language code as the Moses scripts take it (`-l de`): 2 or 3 lowercase letters
+    (`kerasnmt.evaluation.check_moses_language`)."""
+
+    def _describe(self):
+        return "a language code of 2 or 3 lowercase letters (en, de, fr, cs, ...)"
+
+    def _check(self, value, base_dir):
+        if isinstance(value, bool):  # YAML 1.1 reads an unquoted `no` (Norwegian) as false.
+            raise Invalid(f"expected {self.describe()}, {got(value)} (quote the code: \"no\")")
+        try:
+            return check_moses_language(value)
+        except ValueError:
+            raise Invalid(f"expected {self.describe()}, {got(value)}") from None
+
 
 EVAL_SECTION = {
     "batch_size": Option(DEFAULT_BATCH_SIZE, Integer(minimum=1), "Evaluation batch size."),

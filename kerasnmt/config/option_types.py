@@ -150,24 +150,6 @@ class Text(Kind):
         return value
 
 
-class LanguageCode(Kind):
-    """A language code as the Moses scripts take it (`-l de`): 2 or 3 lowercase letters
-    (`kerasnmt.evaluation.check_moses_language`)."""
-
-    def _describe(self):
-        return "a language code of 2 or 3 lowercase letters (en, de, fr, cs, ...)"
-
-    def _check(self, value, base_dir):
-        from kerasnmt.evaluation import check_moses_language  # Imported when checked.
-
-        if isinstance(value, bool):  # YAML 1.1 reads an unquoted `no` (Norwegian) as false.
-            raise Invalid(f"expected {self.describe()}, {got(value)} (quote the code: \"no\")")
-        try:
-            return check_moses_language(value)
-        except ValueError:
-            raise Invalid(f"expected {self.describe()}, {got(value)}") from None
-
-
 class ChoiceList(Choice):
     """One of the choices or a list of them; kept as a list."""
 
