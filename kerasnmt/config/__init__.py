@@ -21,8 +21,15 @@ that contradict each other. Every mistake is reported with its key path, all of 
 once, in one `ConfigError`. File paths are resolved relative to the directory of the
 configuration file.
 
-`config_reference()` renders the schema below as the Markdown tables of
-`docs/training.md`; `python -m kerasnmt.config` prints them.
+`config_reference()` renders the schema as the Markdown tables of `docs/training.md`;
+`python -m kerasnmt.config` prints them.
+
+The schema is one module a section (`data_section.py`, `model_section.py`,
+`params_section.py`, `train_section.py`, `eval_section.py`, `infer_section.py`), each
+taking its choices and defaults from the component that owns them, assembled in
+`schema.py`; `option_types.py` holds the kinds of values, `loading.py` the reading and
+merging, `option_agreement.py` the rules between options, `unknown_keys.py` the messages
+for keys the schema lacks, and `reference.py` the reference page.
 """
 
 from kerasnmt.config.config_error import ConfigError
