@@ -7,7 +7,7 @@ says which options of `kerasnmt export` each format takes."""
 from kerasnmt.export.ctranslate2 import export_ctranslate2
 from kerasnmt.export.directories import next_version_path, write_atomically
 from kerasnmt.export.formats import EXPORT_FORMATS
-from kerasnmt.export.keras_hub_preset import check_preset, load_preset, save_preset
+from kerasnmt.export.keras_hub_preset import save_preset
 from kerasnmt.export.savedmodel import (
     DEFAULT_BATCH_SIZE_BUCKETS,
     DEFAULT_MAXIMUM_SOURCE_LENGTH,
@@ -27,10 +27,8 @@ __all__ = [
     "SAVEDMODEL_QUANTIZATIONS",
     "SERVING_SIGNATURE",
     "WARMUP_FILE",
-    "check_preset",
     "export_ctranslate2",
     "export_translator",
-    "load_preset",
     "next_version_path",
     "quantize_dense_layers",
     "save_preset",

@@ -18,6 +18,8 @@ Its `translator` is the `Translator` over the same backbone and preprocessor (th
 weights).
 """
 
+import os
+
 import keras
 import keras_hub
 import numpy as np
@@ -30,6 +32,7 @@ from kerasnmt.decoding.widths import (
     DEFAULT_LENGTH_RATIO,
     DEFAULT_MAXIMUM_SOURCE_LENGTH,
 )
+from kerasnmt.models.preset_layout import check_preset
 from kerasnmt.models.transformer_backbone import TransformerBackbone
 from kerasnmt.models.translator import Translator
 
@@ -137,6 +140,15 @@ class TranslatorSeq2SeqLM(keras_hub.models.Seq2SeqLM):
             guided_alignment_type=translator.guided_alignment_type,
             guided_alignment_weight=translator.guided_alignment_weight,
             name=translator.name, **translate_options)
+
+    @classmethod
+    def from_preset(cls, preset, load_weights=True, **kwargs):
+        """The model of a preset directory that kerasnmt wrote, checked first: a missing
+        file, or one that another version or class wrote, is a `ValueError` naming it
+        (`kerasnmt.models.preset_layout.check_preset`); then
+        `keras_hub.models.Task.from_preset`."""
+        check_preset(preset)
+        return super().from_preset(os.fspath(preset), load_weights=load_weights, **kwargs)
 
     @property
     def translator(self):
