@@ -282,16 +282,9 @@ class Translator(keras.Model):
         return export_translator(self, filepath, sampler=sampler, **options)
 
     def save_to_preset(self, preset_dir, sampler=None, force=False, **translate_options):
-        """Writes a keras-hub preset directory of this model (config, weights,
-        preprocessor) that `keras_hub.models.Seq2SeqLM.from_preset(preset_dir)` loads, in a
-        process that has imported kerasnmt, as a `kerasnmt.models.TranslatorSeq2SeqLM`
-        whose `generate` translates with `sampler` and `translate_options` (arguments of
-        `translate`): `kerasnmt.export.save_preset(self, preset_dir, sampler, force,
-        **translate_options)`. Returns `preset_dir`.
-        """
+        """A keras-hub preset of this model: `kerasnmt.export.save_preset(self, ...)`."""
         from kerasnmt.export import save_preset  # noqa: PLC0415 (kerasnmt.export imports this module)
-
-        return save_preset(self, preset_dir, sampler=sampler, force=force, **translate_options)
+        return save_preset(self, preset_dir, sampler, force, **translate_options)
 
     # Loss and metrics.
 
