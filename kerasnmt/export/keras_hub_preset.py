@@ -31,6 +31,7 @@ import os
 import keras
 from keras_hub.src.utils import preset_utils
 
+from kerasnmt.decoding.precision import float32_translator
 from kerasnmt.export.directories import check_output, write_atomically
 from kerasnmt.models.preset_layout import KERASNMT_VERSION, PRESET_FORMAT, read_json
 from kerasnmt.models.translator_seq2seq_lm import TranslatorSeq2SeqLM
@@ -39,8 +40,9 @@ from kerasnmt.models.translator_seq2seq_lm import TranslatorSeq2SeqLM
 def save_preset(translator, directory, sampler=None, force=False, **translate_options):
     """Writes `translator` as a keras-hub preset `directory` (see the module docstring).
 
-    The directory is written under a temporary name and renamed: an interrupted write
-    leaves an existing one as it was.
+    The weights are written in float32, whatever the model's dtype policy, as the
+    SavedModel export decodes. The directory is written under a temporary name and renamed:
+    an interrupted write leaves an existing one as it was.
 
     Args:
         translator: a `kerasnmt.models.Translator`.
@@ -56,10 +58,15 @@ def save_preset(translator, directory, sampler=None, force=False, **translate_op
         `directory`.
 
     Raises:
-        ValueError: a `directory` in the way (nothing is written).
+        ValueError: a `directory` in the way, or quantized layers (nothing is written).
     """
     check_output(directory, force)
-    seq2seq_lm = TranslatorSeq2SeqLM.from_translator(translator, sampler, **translate_options)
+    quantized = translator.quantized_layers()
+    if quantized:
+        raise ValueError(f"{translator.name}: layers {quantized[:3]} are quantized; a keras-hub "
+                         "preset holds float weights: save the model before quantizing it")
+    seq2seq_lm = TranslatorSeq2SeqLM.from_translator(
+        float32_translator(translator), sampler, **translate_options)
 
     def write(temporary):
         preset_utils.get_preset_saver(temporary).save_backbone(seq2seq_lm.backbone)

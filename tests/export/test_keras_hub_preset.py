@@ -52,11 +52,12 @@ def generate_in_a_fresh_process(preset, sentences):
     return json.loads(completed.stdout.splitlines()[-1])
 
 
-def tiny_translator():
+def tiny_translator(dtype="float32"):
     preprocessor = TranslationPreprocessor(WhitespaceTokenizer(), WhitespaceTokenizer(),
                                            VOCABULARY, VOCABULARY)
     translator = Translator(preprocessor, num_layers=1, num_units=8, num_heads=2,
-                            ffn_inner_dim=16, maximum_relative_position=4, dropout=0.0)
+                            ffn_inner_dim=16, maximum_relative_position=4, dropout=0.0,
+                            dtype=dtype)
     # Weights far from their initialization, so the translations depend on them.
     translator.set_weights([np.random.default_rng(2).normal(0.0, 1.0, weight.shape)
                             .astype(weight.dtype) for weight in translator.get_weights()])
@@ -136,6 +137,25 @@ def test_a_preset_is_written_whole_and_replaced_only_with_force(saved_preset, tm
     with pytest.raises(TypeError, match=r"unknown translate options \['beam_size'\]"):
         translator.save_to_preset(tmp_path / "other", beam_size=3)
     assert not (tmp_path / "other").exists()
+
+
+def test_a_mixed_precision_model_is_written_in_float32_and_a_quantized_one_refused(tmp_path):
+    """As the SavedModel export decodes: in float32, the same weight values."""
+    translator = tiny_translator("mixed_bfloat16")
+    translator.save_to_preset(tmp_path / "mixed")
+    config = json.loads((tmp_path / "mixed" / "config.json").read_text(encoding="utf-8"))
+    assert config["config"]["dtype"]["config"]["name"] == "float32"
+    loaded = TranslatorSeq2SeqLM.from_preset(tmp_path / "mixed")
+    assert loaded.translator.dtype_policy.name == "float32"
+    for original, restored in zip(translator.get_weights(), loaded.translator.get_weights(),
+                                  strict=True):
+        np.testing.assert_array_equal(original, restored)
+    quantized = tiny_translator()
+    quantized.quantize("int8")
+    with pytest.raises(ValueError, match=r"are quantized; a keras-hub preset holds float "
+                                         "weights: save the model before quantizing it"):
+        quantized.save_to_preset(tmp_path / "quantized")
+    assert not (tmp_path / "quantized").exists()
 
 
 @pytest.mark.parametrize("missing", PRESET_FILES)
