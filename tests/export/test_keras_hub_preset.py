@@ -233,3 +233,17 @@ def test_the_command_refuses_what_a_preset_cannot_hold_before_writing(tmp_path, 
     assert status == 2 and "\n" not in error
     assert f"{output} exists and is not an empty directory" in error
     assert os.listdir(output) == ["model.bin"]
+
+
+def test_the_command_writes_its_decoding_options_in_the_preset(tmp_path, capsys):
+    run = shutil.copytree(RUN, tmp_path / "run")
+    preset = tmp_path / "preset"
+    status = cli.main(["export", str(preset), "--format", "keras-hub", "--config",
+                       str(run / "run.yml"), "--no-xla", "--early-exit", "--n-best", "1",
+                       "--maximum-source-length", "5"])
+    assert status == 0, capsys.readouterr().err
+    config = json.loads((preset / "task.json").read_text(encoding="utf-8"))["config"]
+    assert (config["jit_compile"], config["maximum_source_length"]) == (False, 5)
+    sampler = config["beam_sampler"]["config"]
+    assert (sampler["early_exit"], sampler["n_best"], sampler["beam_size"]) == (True, 1, 2)
+
