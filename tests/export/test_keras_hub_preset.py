@@ -114,6 +114,18 @@ def test_a_preset_loads_with_its_weights_and_generates_as_translate(saved_preset
     assert loaded.beam_sampler.get_config() == SAMPLER.get_config()
 
 
+def test_a_preset_loads_after_keras_hub_tasks_were_built(saved_preset):
+    """Building a keras-hub task rebases keras-hub's `Task` onto Keras' `Functional`; the
+    `TranslatorSeq2SeqLM`, functional too, is built either way."""
+    backbone = keras_hub.models.GPT2Backbone(vocabulary_size=10, num_layers=1, num_heads=1,
+                                             hidden_dim=4, intermediate_dim=4,
+                                             max_sequence_length=8)
+    keras_hub.models.GPT2CausalLM(backbone=backbone, preprocessor=None)
+    translator, preset = saved_preset
+    loaded = keras_hub.models.Seq2SeqLM.from_preset(str(preset))
+    assert loaded.generate(["b a"]) == translator.translate(["b a"], SAMPLER, jit_compile=False)
+
+
 def test_generate_refuses_keras_hub_options_a_translator_does_not_take(saved_preset):
     loaded = TranslatorSeq2SeqLM.from_preset(saved_preset[1])
     with pytest.raises(ValueError, match="max_length=5 does not apply to a kerasnmt "
