@@ -5,13 +5,12 @@ backbone as `backbone/...` and its preprocessor as a layer, where the Translator
 out of Keras' and TensorFlow's tracking so that checkpoints and `.keras` files keep the
 variable paths they have had since kerasnmt 0.1.0; `Task.__init__` compiles keras-hub's
 defaults (Adam at 2e-5, a sparse cross-entropy), where the Translator's loss is its own
-`compute_loss`; and keras-hub's tasks are functional models, which makes Keras rebase
-`Task` onto `Functional` once any of them is built in a process, after which a subclassed
-task (as the Translator is) can no longer be constructed.
+`compute_loss`; and keras-hub's `PipelineModel` (`Task`'s base) takes over `fit`,
+`evaluate`, `predict` and `__call__` to run the preprocessor on each batch, where the
+Translator preprocesses, buckets and batches raw strings inside `tf.data`.
 
 `TranslatorSeq2SeqLM` is the thin keras-hub side instead: a functional `Seq2SeqLM`
-(ids in, the backbone's logits out, as keras-hub's own tasks are, so it is built whatever
-keras-hub models a process has built), whose `backbone` is the `TransformerBackbone`, whose
+(ids in, the backbone's logits out, as keras-hub's own tasks are), whose `backbone` is the `TransformerBackbone`, whose
 `preprocessor` is the `TranslationPreprocessor` and whose `generate` runs kerasnmt's one
 translate function (`Translator.translate`) with the decoding options it was made with.
 Its `translator` is the `Translator` over the same backbone and preprocessor (the same

@@ -115,8 +115,8 @@ def test_a_preset_loads_with_its_weights_and_generates_as_translate(saved_preset
 
 
 def test_a_preset_loads_after_keras_hub_tasks_were_built(saved_preset):
-    """Building a keras-hub task rebases keras-hub's `Task` onto Keras' `Functional`; the
-    `TranslatorSeq2SeqLM`, functional too, is built either way."""
+    """keras-hub's own models in the same process do not get in the way (building a
+    keras-hub backbone rebases keras-hub's `Backbone` class: see TransformerBackbone)."""
     backbone = keras_hub.models.GPT2Backbone(vocabulary_size=10, num_layers=1, num_heads=1,
                                              hidden_dim=4, intermediate_dim=4,
                                              max_sequence_length=8)
