@@ -245,6 +245,16 @@ def test_the_command_refuses_what_a_preset_cannot_hold_before_writing(tmp_path, 
     assert status == 2 and "\n" not in error
     assert f"{output} exists and is not an empty directory" in error
     assert os.listdir(output) == ["model.bin"]
+    (run / "vmap.txt").write_text("a\tA\n", encoding="utf-8")
+    config = (run / "run.yml").read_text(encoding="utf-8")
+    (run / "run.yml").write_text(config.replace("params:\n", "params:\n  shortlist: vmap.txt\n"),
+                                 encoding="utf-8")
+    status = cli.main(["export", str(tmp_path / "other"), "--format", "keras-hub", "--config",
+                       str(run / "run.yml")])
+    assert status == 2
+    assert ("params.shortlist cannot be written in a keras-hub preset"
+            in capsys.readouterr().err)
+    assert not (tmp_path / "other").exists()
 
 
 def test_the_command_writes_its_decoding_options_in_the_preset(tmp_path, capsys):
