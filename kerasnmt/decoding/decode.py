@@ -14,10 +14,12 @@ Example:
 
 import functools
 
+import keras
 import tensorflow as tf
 
 from kerasnmt.data.vocabulary import END_OF_SENTENCE_ID, START_OF_SENTENCE_ID
 from kerasnmt.decoding.beam_sampler import BeamSampler
+from kerasnmt.decoding.beam_segment_cache import BeamSegmentCache
 from kerasnmt.decoding.search.scoring import EXCLUDED_LOGIT, FORCED_END_LOGIT, with_end_logits
 from kerasnmt.decoding.widths import (
     DEFAULT_LENGTH_OFFSET,
@@ -42,7 +44,7 @@ def decode(backbone, source_ids, source_length, sampler, length_ratio=DEFAULT_LE
     beam search or sampling share this code). The self-attention caches are beam caches
     that stay in place: when hypotheses change places the sampler reorders only their
     histories (which slot holds each position), not the keys and values
-    (`RelativeMultiHeadAttention.initial_cache` with `beam_size`). All of it is per
+    (`BeamSegmentCache`). All of it is per
     example, so `BeamSampler(compact_batch=True)` can shrink the batch as examples
     finish. The output projection is padded to a multiple of 64 ids so that the
     sampler's chunked top-k reads the logits as they are. Works eagerly, in
@@ -168,7 +170,7 @@ def beam_history_step_function(
 
     The reordered state is each hypothesis' history, int32 `[B, max_length]` (tiled by
     the sampler): the beam slot that holds each of its positions in the self-attention
-    beam caches (`RelativeMultiHeadAttention.initial_cache` with `beam_size`), so each
+    beam caches (`BeamSegmentCache`), so each
     step the sampler reorders `B * beam_size * max_length` integers instead of copying
     every cache. The unordered state holds, per example (leading dimension `B`, so that
     `BeamSampler(compact_batch=True)` can shrink the batch): the beam caches (segments
@@ -192,10 +194,20 @@ def beam_history_step_function(
     kernel, bias = backbone.output_projection(vocabulary_multiple)
     if shortlist_ids is not None:
         kernel, bias = _shortlist_projection(kernel, bias, shortlist_ids, vocabulary_multiple)
-    caches = backbone.decoder.initial_cache(encoder_outputs, max_length, beam_size=beam_size)
+    decoder = backbone.decoder
+    encoder_outputs = tf.cast(encoder_outputs, decoder.compute_dtype)
+    batch_size = keras.ops.shape(encoder_outputs)[0]
+    caches = [
+        {"self_attention": BeamSegmentCache.zeros(
+            batch_size, max_length, beam_size, layer.self_attention.num_heads,
+            layer.self_attention.key_dim, layer.self_attention.compute_dtype),
+         "cross_attention": layer.cross_attention.project_memory(encoder_outputs)}
+        for layer in decoder.transformer_layers
+    ]
 
     def keys_and_values(caches):  # the beam caches without their history
-        return [{key: c["self_attention"][key] for key in ("keys", "values")} for c in caches]
+        return [{"keys": c["self_attention"].keys, "values": c["self_attention"].values}
+                for c in caches]
 
     per_example = {
         "memory": [c["cross_attention"] for c in caches],
@@ -226,7 +238,8 @@ def beam_history_step_function(
         if once_per_example:
             ids, history = ids[::beam_size], history[:, :1]
         cache = [
-            {"self_attention": dict(kv, history=history), "cross_attention": memory}
+            {"self_attention": BeamSegmentCache(kv["keys"], kv["values"], history),
+             "cross_attention": memory}
             for kv, memory in zip(unordered["self_attention"], inputs["memory"])
         ]
         outputs, attention, cache = backbone.decoder.decode_step(
@@ -234,7 +247,7 @@ def beam_history_step_function(
             inputs["source_padding_mask"],
         )
         logits = backbone.projected_logits(outputs, kernel, bias)
-        history = cache[0]["self_attention"]["history"]
+        history = cache[0]["self_attention"].history
         if once_per_example:
             logits, attention = (tf.repeat(t, beam_size, axis=0) for t in (logits, attention))
             history = tf.repeat(history, beam_size, axis=1)

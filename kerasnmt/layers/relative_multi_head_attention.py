@@ -1,21 +1,12 @@
 """Multi-head attention with Shaw et al. relative position representations and a decoding cache."""
 
-import functools
-
 import keras
-import numpy as np
 import tensorflow as tf
 
 from kerasnmt.layers.dropout import Dropout
 
 # Added to masked logits (computed in float32) so that their softmax weight is exactly zero.
 _MASKED_LOGIT = -1e9
-# A beam cache holds its positions in segments [0, 16), [16, 32), [32, 64), ... (each twice
-# the previous one's end): a step reads only the segments that hold a position it attends.
-_FIRST_SEGMENT_LENGTH = 16
-# The key position of each segment's spare entry, where the rows whose step lies in another
-# segment write: later than any query, so that the causal mask hides it.
-_SPARE_POSITION = 2**30
 
 
 @keras.saving.register_keras_serializable(package="kerasnmt")
@@ -63,8 +54,9 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         attention_mask: boolean, `[B, S]` (keys that may be attended, e.g. not padding) or
             `[B, T, S]`.
         use_causal_mask: forbid attending to later positions (decoder self-attention).
-        cache: incremental self-attention state from `initial_cache` (with `step`), or
-            projected encoder keys/values from `project_memory` (without `step`).
+        cache: incremental self-attention state from `initial_cache` or a beam cache
+            (`kerasnmt.decoding.BeamSegmentCache`), with `step`; or projected encoder
+            keys/values from `project_memory` (without `step`).
         step: int, the position of the one query when decoding with a self-attention
             cache (`T` must be 1): a scalar, or `[B_c]` for the `B_c` examples of the cache
             (each example at its own position; with a beam cache, its `beam_size` rows
@@ -156,53 +148,19 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
             )
         self.built = True
 
-    def initial_cache(self, batch_size, max_length, beam_size=None):
+    def initial_cache(self, batch_size, max_length):
         """Zero keys and values for incremental self-attention.
 
-        With `beam_size`, a beam cache, whose entries never move: the `B * beam_size` rows
-        (row `b * beam_size + k`, hypothesis `k` of example `b`) write their keys and
-        values into slot `k` of their example, and `"history"` tells, for each hypothesis
-        and position, the slot that holds its entry. The call writes the new position's
-        slot into the history; a beam search reorders only the history (int32
-        `[B, beam_size, max_length]`) when hypotheses change places, never the keys and
-        values, and each query is scored against the `beam_size` slots of its example.
-
-        The keys and values of a beam cache are held in segments of positions `[0, 16)`,
-        `[16, 32)`, `[32, 64)`, ... (the last one ending at `max_length`), each with a
-        spare entry at its end: a step writes its position into the segment that holds
-        it (and into the spare entry of the others), and reads only the segments that
-        start at or before the deepest step of its rows. A step attends over at most
-        about twice its position, not `max_length` positions: with `max_length = 43`
-        (a source width of 16 and a length limit `2 S + 10`), a step among the first 16
-        reads 17 entries instead of 43. The attention weights a call returns then have
-        one entry per segment entry, spare entries included (weight 0).
-
-        A call with one query row per example and the history of one hypothesis
-        (`history[:, :1]`, `[B, 1, max_length]`) writes the keys and values of each row
-        into every slot of its example: the first step of a beam search, where the
-        hypotheses of an example are all the same, decoded once per example.
-
         Args:
-            batch_size: the batch size `B` (examples, with `beam_size`).
+            batch_size: the batch size `B`.
             max_length: the number of positions the cache holds.
-            beam_size: hypotheses per example, for a beam cache.
 
         Returns:
-            `{"keys": ..., "values": ...}`, each `[B, num_heads, max_length, key_dim]`; with
-            `beam_size`, each a list of segments `[B, num_heads, beam_size, P + 1, key_dim]`
-            (`P` positions and the spare entry), and a zero `"history"`.
+            `{"keys": ..., "values": ...}`, each `[B, num_heads, max_length, key_dim]`.
         """
-        if beam_size is None:
-            shape = [batch_size, self.num_heads, max_length, self.key_dim]
-            zeros = tf.zeros(shape, dtype=self.compute_dtype)
-            return {"keys": zeros, "values": zeros}
-        segments = [
-            tf.zeros([batch_size, self.num_heads, beam_size, end - start + 1, self.key_dim],
-                     dtype=self.compute_dtype)
-            for start, end in _segment_bounds(max_length)
-        ]
-        history = tf.zeros([batch_size, beam_size, max_length], tf.int32)
-        return {"keys": segments, "values": list(segments), "history": history}
+        shape = [batch_size, self.num_heads, max_length, self.key_dim]
+        zeros = tf.zeros(shape, dtype=self.compute_dtype)
+        return {"keys": zeros, "values": zeros}
 
     def project_memory(self, value):
         """Projects encoder outputs `[B, S, D_v]` once into cross-attention keys and values.
@@ -239,7 +197,7 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         return_attention_scores=False,
     ):
         incremental = cache is not None and step is not None
-        beam_cache = incremental and "history" in cache
+        beam_cache = incremental and not isinstance(cache, dict)
         uses_memory_cache = cache is not None and step is None
         is_self_attention = value is None and not uses_memory_cache
         if self.maximum_relative_position is not None and not is_self_attention:
@@ -274,12 +232,9 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
             source = query if value is None else tf.cast(value, self.compute_dtype)
             keys = self._split_heads(self.key_dense(source))
             values = self._split_heads(self.value_dense(source))
-            if beam_cache:  # segments [B, H, K, P + 1, D]
-                hypotheses = cache["history"].shape[1]
-                keys, values = _write_beam_segments([cache["keys"], cache["values"]],
-                                                    [keys, values], step, hypotheses)
-                cache = {"keys": keys, "values": values,
-                         "history": _write_history(cache["history"], step)}
+            if beam_cache:
+                cache = cache.write(keys, values, step)
+                keys, values = cache.keys, cache.values
             elif incremental:
                 keys = _write_at(cache["keys"], keys, step)
                 values = _write_at(cache["values"], values, step)
@@ -292,8 +247,8 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
             keys = tf.transpose(keys, [0, 2, 1, 3])
             values = tf.transpose(values, [0, 2, 1, 3])
         if beam_cache:
-            key_positions = _segment_key_positions(keys)
-            newest = _deepest_step(step)  # the segments after it are not read
+            key_positions = cache.key_positions()
+            newest = cache.deepest_step(step)  # the segments after it are not read
         else:
             key_positions = tf.range(_dimension(keys, 2))
         # The query positions: [T], or [rows, T] when each example has its own step.
@@ -306,7 +261,7 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
             query_positions = (step if incremental else 0) + tf.range(query_length)
 
         if beam_cache:
-            logits = _beam_logits(queries, keys, cache["history"], newest)
+            logits = cache.logits(queries, newest)
         elif full_sequence:
             logits = tf.matmul(tf.transpose(queries, [0, 2, 1, 3]), keys, transpose_b=True)
         else:
@@ -349,7 +304,7 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         dropped_weights = self.dropout_layer(weights, training=training)
 
         if beam_cache:
-            heads = _beam_heads(dropped_weights, values, cache["history"], newest)
+            heads = cache.heads(dropped_weights, newest)
         elif full_sequence:
             heads = tf.transpose(tf.matmul(dropped_weights, values), [0, 2, 1, 3])
         else:
@@ -444,177 +399,12 @@ def _write_at(cache, update, step):
     return tf.tensor_scatter_nd_update(cache, indices, tf.cast(update[:, 0], cache.dtype))
 
 
-def _write_history(history, step):
-    """`history` `[B, K, L]` with each hypothesis' own slot `k` written at `step` (a scalar,
-    or `[B]`)."""
-    slots = tf.range(tf.shape(history)[1])[tf.newaxis, :, tf.newaxis]
-    at_step = tf.equal(tf.range(tf.shape(history)[2]),
-                       tf.reshape(step, [-1, 1, 1]))  # [1 or B, 1, L]
-    return tf.where(at_step, slots, history)
-
-
 def _per_example(step, shape, rank):
     """`step` (a scalar, or `[B]`) broadcast to `shape`, whose first dimension is `B`."""
     step = tf.cast(step, tf.int32)
     if step.shape.rank == 1:
         step = tf.reshape(step, [-1] + [1] * (rank - 1))
     return tf.broadcast_to(step, shape)
-
-
-def _segment_bounds(max_length):
-    """The `(start, end)` positions of the segments of a beam cache of `max_length`
-    positions: `[0, 16)`, `[16, 32)`, `[32, 64)`, ..., the last one cut at `max_length`."""
-    bounds, start = [], 0
-    while start < max_length:
-        end = min(max(2 * start, _FIRST_SEGMENT_LENGTH), max_length)
-        bounds.append((start, end))
-        start = end
-    return bounds
-
-
-def _segment_starts(segments):
-    """The first position of each segment `[B, H, K, P + 1, D]` (`P` positions and the
-    spare entry)."""
-    starts, start = [], 0
-    for segment in segments:
-        starts.append(start)
-        start += segment.shape[3] - 1
-    return starts
-
-
-def _segment_key_positions(segments):
-    """The key position of every entry of the segments, in order, int32 `[sum(P + 1)]`."""
-    positions = []
-    for start, segment in zip(_segment_starts(segments), segments):
-        positions += list(range(start, start + segment.shape[3] - 1)) + [_SPARE_POSITION]
-    return tf.constant(positions, tf.int32)
-
-
-def _write_beam_segments(caches, updates, step, hypotheses):
-    """Beam caches (lists of segments `[B, H, K, P + 1, D]`: the keys', the values') with
-    their `updates` `[B*R, 1, H, D]` (row `b*R + k`, `R` `hypotheses` per example: the
-    caches' `K`, or 1 for every slot) written at slot `k` of position `step` (a scalar, or
-    `[B]`) in the segment that holds it, and at the spare entry of the others: a scatter
-    of the `B * H * K` new vectors each, all the caches' through the same indices."""
-    first = caches[0][0]
-    shape = tf.shape(first)
-    heads, slots, depth = first.shape[1], first.shape[2], first.shape[4]
-    batch_index, head_index, slot_index = tf.meshgrid(
-        tf.range(shape[0]), tf.range(heads), tf.range(slots), indexing="ij")
-    grid = tf.stack([batch_index, head_index, slot_index], axis=-1)  # [B, H, K, 3]
-    step = _per_example(step, tf.shape(batch_index), rank=3)
-    indices = []
-    for start, segment in zip(_segment_starts(caches[0]), caches[0]):
-        length = segment.shape[3] - 1
-        position = step - start
-        position = tf.where((position >= 0) & (position < length), position, length)
-        indices.append(tf.concat([grid, position[..., tf.newaxis]], axis=-1))  # [B, H, K, 4]
-    written = []
-    for segments, update in zip(caches, updates):
-        update = tf.transpose(tf.reshape(update, [-1, hypotheses, heads, depth]),
-                              [0, 2, 1, 3])  # [B, H, R, D]
-        if hypotheses != slots:
-            update = tf.broadcast_to(update, tf.concat([shape[:3], shape[4:]], 0))
-        written.append([
-            tf.tensor_scatter_nd_update(segment, index, tf.cast(update, segment.dtype))
-            for segment, index in zip(segments, indices)
-        ])
-    return written
-
-
-def _deepest_step(step):
-    """The deepest of `step` (a scalar, or `[B]`): a Python int when it is known when
-    tracing (the first step, 0), else an int32 scalar."""
-    static = tf.get_static_value(step)
-    return tf.reduce_max(step) if static is None else int(np.max(static))
-
-
-def _read_segments(segments, history, newest, read, skipped):
-    """`read(index, segment, selector)` of each segment of a beam cache, or
-    `skipped(segment)` for the segments that start after `newest` (no row attends to
-    them), chosen when the graph runs, or when tracing if `newest` is a Python int (then
-    the skipped segments' reads are not traced). `selector`: the one-hot `[B, R, K, P + 1]`
-    of the slot that holds each position of each of the history's `R` hypotheses (the
-    spare entry: slot 0)."""
-    results = []
-    for index, (start, segment) in enumerate(zip(_segment_starts(segments), segments)):
-        length = segment.shape[3] - 1
-
-        def read_segment(index=index, segment=segment, start=start, length=length):
-            slots = tf.pad(history[:, :, start:start + length], [[0, 0], [0, 0], [0, 1]])
-            selector = tf.one_hot(slots, segment.shape[2], axis=2, dtype=segment.dtype)
-            return read(index, segment, selector)
-
-        if start == 0:
-            results.append(read_segment())
-        elif isinstance(newest, int):  # known when tracing: the other branch is not traced
-            results.append(read_segment() if newest >= start else skipped(segment))
-        else:
-            results.append(tf.cond(newest >= start, read_segment,
-                                   functools.partial(skipped, segment)))
-    return results
-
-
-def _beam_logits(queries, segments, history, newest):
-    """Attention logits `[B*K, H, 1, sum(P + 1)]` of queries `[B*K, 1, H, D]` against the
-    segments of a beam cache of keys `[B, H, K, P + 1, D]`, each position through the slot
-    its hypothesis' history names; 0 for the segments after `newest` (the causal mask
-    hides them)."""
-    rows = tf.shape(queries)[0]
-    return tf.concat(_read_segments(
-        segments, history, newest,
-        lambda index, segment, selector: _segment_logits(queries, segment, selector),
-        lambda segment: tf.zeros([rows, segment.shape[1], 1, segment.shape[3]],
-                                 segment.dtype),
-    ), axis=-1)
-
-
-def _beam_heads(weights, segments, history, newest):
-    """`sum_l weights[l] * values[slot(l), l]` `[B*K, 1, H, D]` from weights
-    `[B*K, H, 1, sum(P + 1)]` (`_beam_logits`' layout) and the segments of a beam cache of
-    values, through each hypothesis' history; the segments after `newest` are not read."""
-    # Where each segment's weights begin: its start, plus the spare entries before it.
-    offsets = [start + index for index, start in enumerate(_segment_starts(segments))]
-    rows = tf.shape(weights)[0]
-    return tf.add_n(_read_segments(
-        segments, history, newest,
-        lambda index, segment, selector: _segment_heads(
-            weights[..., offsets[index]:offsets[index] + segment.shape[3]], segment, selector),
-        lambda segment: tf.zeros([rows, 1, segment.shape[1], segment.shape[4]],
-                                 segment.dtype),
-    ))
-
-
-def _segment_logits(queries, keys, beam_selector):
-    """Attention logits `[B*R, H, 1, P]` of queries `[B*R, 1, H, D]` against a segment of
-    keys `[B, H, J, P, D]` (`J` slots): each query is scored against the keys of every
-    slot of its example (one matrix product per example and head, no copy of the cache),
-    then each position keeps the slot its hypothesis' history names (`beam_selector`
-    `[B, R, J, P]`)."""
-    _, heads, _, length, depth = keys.shape  # static: the cache's segment
-    queries = tf.transpose(
-        tf.reshape(queries, [-1, beam_selector.shape[1], heads, depth]),
-        [0, 2, 1, 3])  # [B, H, R, D]
-    # Keys first: the cache is the left matrix, read as stored (as the right one, XLA on
-    # CPU copies it to put the contracted dimension first).
-    all_slots = tf.einsum("bhjld,bhkd->bhkjl", keys, queries)
-    logits = tf.reduce_sum(all_slots * tf.expand_dims(beam_selector, 1), axis=3)  # [B,H,R,P]
-    logits = tf.transpose(logits, [0, 2, 1, 3])  # [B, R, H, P]
-    return tf.reshape(logits, [-1, heads, 1, length])
-
-
-def _segment_heads(weights, values, beam_selector):
-    """`sum_l weights[l] * values[slot(l), l]` `[B*R, 1, H, D]` from weights `[B*R, H, 1, P]`
-    and a segment of values `[B, H, J, P, D]`, through each hypothesis' history
-    (`beam_selector` `[B, R, J, P]`)."""
-    _, num_heads, _, length, depth = values.shape  # static: the cache's segment
-    weights = tf.transpose(
-        tf.reshape(weights, [-1, beam_selector.shape[1], num_heads, length]),
-        [0, 2, 1, 3])  # [B, H, R, P]
-    weights = tf.expand_dims(weights, 3) * tf.expand_dims(beam_selector, 1)  # [B,H,R,J,P]
-    heads = tf.einsum("bhkjl,bhjld->bhkd", weights, values)
-    heads = tf.transpose(heads, [0, 2, 1, 3])  # [B, R, H, D]
-    return tf.reshape(heads, [-1, 1, num_heads, depth])
 
 
 def _clone_initializer(initializer):

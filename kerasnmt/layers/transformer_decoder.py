@@ -88,11 +88,8 @@ class TransformerDecoder(TransformerEncoder):
             )
         return self._normalize_output(outputs), attention[:, 0]
 
-    def initial_cache(self, encoder_outputs, max_length, beam_size=None):
+    def initial_cache(self, encoder_outputs, max_length):
         """The decoding state for encoder outputs `[B, S, D]` and at most `max_length` steps.
-
-        With `beam_size`, the self-attention caches are beam caches (see
-        `RelativeMultiHeadAttention.initial_cache`).
 
         Returns:
             A list with one cache per layer (see `TransformerDecoderLayer.initial_cache`);
@@ -102,7 +99,7 @@ class TransformerDecoder(TransformerEncoder):
         if not self.built:
             self.build(encoder_outputs.shape)
         return [
-            layer.initial_cache(encoder_outputs, max_length, beam_size)
+            layer.initial_cache(encoder_outputs, max_length)
             for layer in self.transformer_layers
         ]
 

@@ -79,11 +79,8 @@ class TransformerDecoderLayer(TransformerEncoderLayer):
         self.cross_attention.build(shape, shape)
         self.cross_attention_norm.build(shape)
 
-    def initial_cache(self, encoder_outputs, max_length, beam_size=None):
+    def initial_cache(self, encoder_outputs, max_length):
         """The decoding state of this layer for a batch of encoder outputs `[B, S, D]`.
-
-        With `beam_size`, the self-attention cache is a beam cache (see
-        `RelativeMultiHeadAttention.initial_cache`).
 
         Returns:
             `{"self_attention": {"keys", "values"}, "cross_attention": {"keys", "values"}}`,
@@ -94,9 +91,7 @@ class TransformerDecoderLayer(TransformerEncoderLayer):
             self.build(encoder_outputs.shape)
         batch_size = keras.ops.shape(encoder_outputs)[0]
         return {
-            "self_attention": self.self_attention.initial_cache(
-                batch_size, max_length, beam_size
-            ),
+            "self_attention": self.self_attention.initial_cache(batch_size, max_length),
             "cross_attention": self.cross_attention.project_memory(encoder_outputs),
         }
 
