@@ -67,6 +67,17 @@ class BeamSegmentCache(collections.namedtuple("BeamSegmentCache", ["keys", "valu
         history = tf.zeros([batch_size, beam_size, max_length], tf.int32)
         return cls(segments, list(segments), history)
 
+    @classmethod
+    def for_decoder(cls, decoder, batch_size, max_length, beam_size=1):
+        """Empty caches for the self-attention of every layer of a
+        `kerasnmt.layers.TransformerDecoder`, in its compute dtype (what its `decode_step`
+        takes)."""
+        return [
+            cls.zeros(batch_size, max_length, beam_size, layer.self_attention.num_heads,
+                      layer.self_attention.key_dim, layer.self_attention.compute_dtype)
+            for layer in decoder.transformer_layers
+        ]
+
     def write(self, keys, values, step):
         """The cache with the keys and values `[B*R, 1, H, D]` of the rows' new position
         (`R` hypotheses per example: the cache's `K`, or 1 for every slot) written at

@@ -195,22 +195,15 @@ def beam_history_step_function(
     if shortlist_ids is not None:
         kernel, bias = _shortlist_projection(kernel, bias, shortlist_ids, vocabulary_multiple)
     decoder = backbone.decoder
-    encoder_outputs = tf.cast(encoder_outputs, decoder.compute_dtype)
-    batch_size = keras.ops.shape(encoder_outputs)[0]
-    caches = [
-        {"self_attention": BeamSegmentCache.zeros(
-            batch_size, max_length, beam_size, layer.self_attention.num_heads,
-            layer.self_attention.key_dim, layer.self_attention.compute_dtype),
-         "cross_attention": layer.cross_attention.project_memory(encoder_outputs)}
-        for layer in decoder.transformer_layers
-    ]
+    caches = BeamSegmentCache.for_decoder(
+        decoder, keras.ops.shape(encoder_outputs)[0], max_length, beam_size)
+    memories = decoder.project_memory(encoder_outputs)
 
     def keys_and_values(caches):  # the beam caches without their history
-        return [{"keys": c["self_attention"].keys, "values": c["self_attention"].values}
-                for c in caches]
+        return [{"keys": cache.keys, "values": cache.values} for cache in caches]
 
     per_example = {
-        "memory": [c["cross_attention"] for c in caches],
+        "memory": memories,
         "source_padding_mask": source_padding_mask,
         "length_limits": length_limits,
     }
@@ -237,17 +230,14 @@ def beam_history_step_function(
         once_per_example = beam_size > 1 and _is_first_step(step)
         if once_per_example:
             ids, history = ids[::beam_size], history[:, :1]
-        cache = [
-            {"self_attention": BeamSegmentCache(kv["keys"], kv["values"], history),
-             "cross_attention": memory}
-            for kv, memory in zip(unordered["self_attention"], inputs["memory"])
-        ]
-        outputs, attention, cache = backbone.decoder.decode_step(
-            backbone.target_embedding(tf.cast(ids, tf.int32)), step, cache,
-            inputs["source_padding_mask"],
+        caches = [BeamSegmentCache(kv["keys"], kv["values"], history)
+                  for kv in unordered["self_attention"]]
+        outputs, attention, caches = decoder.decode_step(
+            backbone.target_embedding(tf.cast(ids, tf.int32)), step, caches,
+            inputs["memory"], inputs["source_padding_mask"],
         )
         logits = backbone.projected_logits(outputs, kernel, bias)
-        history = cache[0]["self_attention"].history
+        history = caches[0].history
         if once_per_example:
             logits, attention = (tf.repeat(t, beam_size, axis=0) for t in (logits, attention))
             history = tf.repeat(history, beam_size, axis=1)
@@ -255,7 +245,7 @@ def beam_history_step_function(
         logits = with_end_logits(logits, END_OF_SENTENCE_ID, tf.where(
             at_limit, FORCED_END_LOGIT, logits[:, END_OF_SENTENCE_ID]))
         history = tf.reshape(history, [-1, max_length])
-        unordered = dict(unordered, self_attention=keys_and_values(cache))
+        unordered = dict(unordered, self_attention=keys_and_values(caches))
         return logits, attention, (history, unordered)
 
     return step_fn, history, unordered_state

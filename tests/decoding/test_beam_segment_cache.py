@@ -49,7 +49,7 @@ def test_beam_cache_reads_each_hypothesis_through_its_history(steps, segment_siz
     assert [segment.shape for segment in cache.keys] == [
         (batch, 2, beam, size, 3) for size in segment_sizes
     ]
-    step_fn = tf.function(lambda q, c, s: layer(q, cache=c, step=s), jit_compile=True)
+    step_fn = tf.function(layer.call_with_cache, jit_compile=True)
     _grow_hypotheses_from_random_parents(
         layer, step_fn, cache, inputs, [[] for _ in range(batch * beam)], rng, first_step=0
     )
@@ -66,7 +66,7 @@ def test_beam_cache_first_step_once_per_example():
     rng = np.random.default_rng(2)
     inputs = rng.normal(size=[steps, batch * beam, 1, 6]).astype(np.float32)
     cache = BeamSegmentCache.zeros(batch, steps, beam, num_heads=2, key_dim=3)
-    step_fn = tf.function(lambda q, c, s: layer(q, cache=c, step=s), jit_compile=True)
+    step_fn = tf.function(layer.call_with_cache, jit_compile=True)
     first = inputs[0, ::beam]
     outputs, narrow = step_fn(first, cache._replace(history=cache.history[:, :1]),
                               tf.constant(0))
@@ -93,8 +93,8 @@ def test_a_step_known_when_tracing_reads_only_the_segments_it_reaches():
     # Segments [0, 16), [16, 32), [32, 40).
     cache = BeamSegmentCache.zeros(2, 40, beam_size=3, num_heads=2, key_dim=3)
     query = np.random.default_rng(4).normal(size=[6, 1, 6]).astype(np.float32)
-    known = tf.function(lambda q: layer(q, cache=cache, step=tf.constant(0)))
-    given = tf.function(lambda q, s: layer(q, cache=cache, step=s))
+    known = tf.function(lambda q: layer.call_with_cache(q, cache, tf.constant(0)))
+    given = tf.function(lambda q, s: layer.call_with_cache(q, cache, s))
 
     def conds(function, *args):
         operations = function.get_concrete_function(*args).graph.get_operations()

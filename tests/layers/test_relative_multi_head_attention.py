@@ -101,24 +101,29 @@ def test_incremental_self_attention_equals_full_causal_attention():
     layer = RelativeMultiHeadAttention(num_heads=2, key_dim=3, maximum_relative_position=2)
     query = _random([3, 7, 6], 6)
     full = layer(query, use_causal_mask=True).numpy()
-    step_fn = tf.function(lambda q, c, s: layer(q, cache=c, step=s), jit_compile=True)
-    cache = layer.initial_cache(3, 9)
+    step_fn = tf.function(layer.call_with_cache, jit_compile=True)
+    cache = BeamSegmentCache.zeros(3, 9, beam_size=1, num_heads=2, key_dim=3)
     for step in range(7):
         outputs, cache = step_fn(query[:, step : step + 1], cache, tf.constant(step))
         np.testing.assert_allclose(outputs[:, 0], full[:, step], atol=1e-5)
-    # The cache [B, H, L, D] holds the keys of the 7 decoded positions and zeros after them.
-    assert cache["keys"].shape == (3, 2, 9, 3)
-    assert np.all(cache["keys"].numpy()[:, :, 7:] == 0)
-    assert np.all(np.abs(cache["keys"].numpy()[:, :, :7]).sum(axis=(1, 3)) > 0)
+    # The cache [B, H, 1 slot, L + 1 spare, D] holds the keys of the 7 decoded positions
+    # and zeros after them.
+    (keys,) = cache.keys
+    assert keys.shape == (3, 2, 1, 10, 3)
+    assert np.all(keys.numpy()[:, :, :, 7:] == 0)
+    assert np.all(np.abs(keys.numpy()[:, :, 0, :7]).sum(axis=(1, 3)) > 0)
 
 
 def test_memory_cache_equals_cross_attention():
     layer = RelativeMultiHeadAttention(num_heads=2, key_dim=2)
     query, value = _random([2, 1, 4], 7), _random([2, 5, 4], 8)
     mask = np.array([[1] * 5, [1] * 3 + [0] * 2], dtype=bool)
-    expected = layer(query, value, attention_mask=mask)
-    outputs, _ = layer(query, attention_mask=mask, cache=layer.project_memory(value))
+    expected, expected_weights = layer(query, value, attention_mask=mask,
+                                       return_attention_scores=True)
+    outputs, weights = layer.call_with_memory(query, layer.project_memory(value),
+                                              attention_mask=mask)
     np.testing.assert_allclose(outputs, expected, atol=1e-6)
+    np.testing.assert_allclose(weights, expected_weights, atol=1e-6)
 
 
 @pytest.mark.parametrize("kind", ["self-attention cache", "beam cache", "memory cache"])
@@ -136,12 +141,12 @@ def test_one_position_per_row_is_a_query_of_length_one(kind):
     elif kind == "beam cache":
         cache = BeamSegmentCache.zeros(2, 20, beam_size=2, num_heads=2, key_dim=3)
     else:
-        cache = layer.initial_cache(4, 20)
+        cache = BeamSegmentCache.zeros(4, 20, beam_size=1, num_heads=2, key_dim=3)
 
     def run(query, cache, step):
-        if memory:
-            return layer(query, cache=cache, return_attention_scores=True)
-        return layer(query, cache=cache, step=tf.constant(step))
+        if memory:  # (outputs, weights)
+            return layer.call_with_memory(query, cache)
+        return layer.call_with_cache(query, cache, tf.constant(step))  # (outputs, cache)
 
     for step in range(5):
         expected = run(inputs[step][:, np.newaxis], cache, step)
@@ -153,8 +158,9 @@ def test_one_position_per_row_is_a_query_of_length_one(kind):
         if memory:  # the weights of each row over its example's memory
             _, weights = layer(inputs[step][:, np.newaxis], np.repeat(memory_values, 2, axis=0),
                                return_attention_scores=True)
-            np.testing.assert_allclose(outputs[2], weights, atol=1e-6)
-        cache = expected[1]
+            np.testing.assert_allclose(outputs[1], weights, atol=1e-6)
+        else:
+            cache = expected[1]
 
 
 def test_one_position_per_row_needs_a_cache():
@@ -167,6 +173,10 @@ def test_relative_positions_refuse_cross_attention():
     layer = RelativeMultiHeadAttention(num_heads=1, key_dim=2, maximum_relative_position=2)
     with pytest.raises(ValueError, match="only apply to self-attention"):
         layer(_random([1, 2, 2], 0), _random([1, 3, 2], 1))
+    memory = RelativeMultiHeadAttention(num_heads=1, key_dim=2).project_memory(
+        _random([1, 3, 2], 1))
+    with pytest.raises(ValueError, match="only apply to self-attention"):
+        layer.call_with_memory(_random([1, 2], 0), memory)
 
 
 def test_run_layer_test_self_attention():
@@ -189,32 +199,28 @@ def test_run_layer_test_cross_attention():
     )
 
 
-@pytest.mark.parametrize("beam, length", [(None, 6), (2, 6), (2, 21)])
+@pytest.mark.parametrize("beam, length", [(1, 6), (2, 6), (2, 21)])
 def test_each_example_of_the_cache_at_its_own_step(beam, length):
     """Examples that start decoding at different steps (`step` `[B]`, as a decoding slot
     that takes a new sentence restarts at 0 over its previous entries): each row gets the
-    full causal attention over its own example's inputs since its start, with plain
-    caches and with beam caches (the hypotheses of an example share its step; with 21
+    full causal attention over its own example's inputs since its start, with one
+    hypothesis per example and with beams (the hypotheses of an example share its step; with 21
     steps, the first example reads the second segment of the cache while the last one
     restarts in the first, over its older example's entries in both)."""
     layer = RelativeMultiHeadAttention(num_heads=2, key_dim=3, maximum_relative_position=2)
     batch = 3
-    rows_per_example = beam or 1
     rng = np.random.default_rng(1)
     # The step at which each example restarts from 0 (the last one, with 21 steps, after
     # its older example has written positions 16 and 17).
     starts = np.array([0, 2, 3 if length < 20 else 18])
-    inputs = rng.normal(size=[length, batch * rows_per_example, 1, 6]).astype(np.float32)
-    if beam is None:
-        cache = layer.initial_cache(batch, length)
-    else:
-        cache = BeamSegmentCache.zeros(batch, length, beam, num_heads=2, key_dim=3)
-    step_fn = tf.function(lambda q, c, s: layer(q, cache=c, step=s), jit_compile=True)
+    inputs = rng.normal(size=[length, batch * beam, 1, 6]).astype(np.float32)
+    cache = BeamSegmentCache.zeros(batch, length, beam, num_heads=2, key_dim=3)
+    step_fn = tf.function(layer.call_with_cache, jit_compile=True)
     for t in range(length):
         steps = np.where(t >= starts, t - starts, t)  # before its start: an older example
         outputs, cache = step_fn(inputs[t], cache, tf.constant(steps, tf.int32))
-        for row in range(batch * rows_per_example):
-            first = starts[row // rows_per_example] if t >= starts[row // rows_per_example] else 0
+        for row in range(batch * beam):
+            first = starts[row // beam] if t >= starts[row // beam] else 0
             own_inputs = inputs[first:t + 1, row, 0][np.newaxis]
             full = layer(own_inputs, use_causal_mask=True)
             np.testing.assert_allclose(outputs[row, 0], full[0, -1], atol=1e-5)
