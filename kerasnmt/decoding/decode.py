@@ -44,9 +44,8 @@ def decode(backbone, source_ids, source_length, sampler, length_ratio=DEFAULT_LE
     beam search or sampling share this code). The self-attention caches are beam caches
     that stay in place: when hypotheses change places the sampler reorders only their
     histories (which slot holds each position), not the keys and values
-    (`BeamSegmentCache`). All of it is per
-    example, so `BeamSampler(compact_batch=True)` can shrink the batch as examples
-    finish. The output projection is padded to a multiple of 64 ids so that the
+    (`BeamSegmentCache`). All of it is per example, so `BeamSampler(compact_batch=True)`
+    can shrink the batch as examples finish. The output projection is padded to a multiple of 64 ids so that the
     sampler's chunked top-k reads the logits as they are. Works eagerly, in
     `tf.function` and in `tf.function(jit_compile=True)`.
 
@@ -170,9 +169,8 @@ def beam_history_step_function(
 
     The reordered state is each hypothesis' history, int32 `[B, max_length]` (tiled by
     the sampler): the beam slot that holds each of its positions in the self-attention
-    beam caches (`BeamSegmentCache`), so each
-    step the sampler reorders `B * beam_size * max_length` integers instead of copying
-    every cache. The unordered state holds, per example (leading dimension `B`, so that
+    beam caches (`BeamSegmentCache`), so each step the sampler reorders
+    `B * beam_size * max_length` integers instead of copying every cache. The unordered state holds, per example (leading dimension `B`, so that
     `BeamSampler(compact_batch=True)` can shrink the batch): the beam caches (segments
     `[B, H, beam_size, P + 1, D/H]` of the `max_length` positions), the projected
     encoder keys and values `[B, H, S, D/H]` of every layer (the hypotheses of an

@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from kerasnmt.decoding.beam_segment_cache import BeamSegmentCache
-from kerasnmt.layers import RelativeMultiHeadAttention
+from kerasnmt.layers import RelativeMultiHeadAttention, TransformerDecoder
 
 # Long tests (tests/conftest.py runs them first).
 pytestmark = pytest.mark.heavy(12)
@@ -109,3 +109,35 @@ def test_a_step_known_when_tracing_reads_only_the_segments_it_reaches():
         for segment, expected_segment in zip(getattr(new_cache, key),
                                              getattr(expected_cache, key)):
             np.testing.assert_array_equal(segment, expected_segment)
+
+
+def test_a_write_lands_in_the_segment_of_its_step_and_in_the_others_spare_entries():
+    """Segments [0, 16), [16, 32), [32, 40), each with a spare entry at key position 2**30;
+    a write at step 17 fills slot k of position 1 of the second segment for hypothesis k,
+    the spare entries of the other two, and slot k at position 17 of each history."""
+    cache = BeamSegmentCache.zeros(1, 40, beam_size=2, num_heads=1, key_dim=1)
+    spare = 2**30
+    assert cache.key_positions().numpy().tolist() == (
+        list(range(16)) + [spare] + list(range(16, 32)) + [spare] + list(range(32, 40))
+        + [spare])
+    new = tf.constant([5.0, 7.0])[:, tf.newaxis, tf.newaxis, tf.newaxis]  # [2 rows, 1, 1, 1]
+    written = cache.write(new, 2 * new, step=17)
+    for segments, scale in ((written.keys, 1), (written.values, 2)):
+        entries = [segment.numpy()[0, 0, :, :, 0] for segment in segments]  # [slot, P + 1]
+        expected = [np.zeros([2, 17]), np.zeros([2, 17]), np.zeros([2, 9])]
+        expected[0][:, 16] = expected[1][:, 1] = expected[2][:, 8] = [5 * scale, 7 * scale]
+        for entry, expected_entry in zip(entries, expected):
+            np.testing.assert_array_equal(entry, expected_entry)
+    history = np.zeros([1, 2, 40], np.int32)
+    history[0, 1, 17] = 1
+    np.testing.assert_array_equal(written.history, history)
+
+
+def test_for_decoder_gives_one_cache_per_layer_in_its_heads_and_dtype():
+    decoder = TransformerDecoder(num_layers=2, num_units=8, num_heads=2, ffn_inner_dim=16,
+                                 dtype="mixed_bfloat16")
+    caches = BeamSegmentCache.for_decoder(decoder, batch_size=3, max_length=5, beam_size=4)
+    assert len(caches) == 2
+    for cache in caches:
+        assert [(s.shape, s.dtype) for s in cache.keys] == [((3, 2, 4, 6, 4), tf.bfloat16)]
+        assert cache.history.shape == (3, 4, 5)
