@@ -6,6 +6,8 @@ the SavedModel and keras-hub's `generate` all run.
   sampling on any step function, built from the search rules and loops of `search/`;
   `PenalizedBeamSampler` (`penalized_beam_sampler.py`) is the same search as a keras-hub
   sampler.
+- `BeamSegmentCache` (`beam_segment_cache.py`): the decoder self-attention cache that the
+  step function of `decode` (`decode.py`) keeps for a search, whose entries never move.
 - `TranslateFunction` (`translate_function.py`) and `translate` (`translate.py`): text in,
   translations out, from `source_features` (`source.py`), the source-width buckets
   (`widths.py`), `decode_function` (`decode_function.py`) and `hypothesis_texts`
@@ -13,6 +15,7 @@ the SavedModel and keras-hub's `generate` all run.
 """
 
 from kerasnmt.decoding.beam_sampler import BeamSampler
+from kerasnmt.decoding.beam_segment_cache import BeamSegmentCache
 from kerasnmt.decoding.decode_call import decode_chunk, decode_function
 from kerasnmt.decoding.penalized_beam_sampler import PenalizedBeamSampler
 from kerasnmt.decoding.precision import float32_translator
@@ -29,6 +32,7 @@ from kerasnmt.decoding.widths import (
 
 __all__ = [
     "BeamSampler",
+    "BeamSegmentCache",
     "PenalizedBeamSampler",
     "TranslateFunction",
     "decode_chunk",

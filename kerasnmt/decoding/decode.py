@@ -14,10 +14,12 @@ Example:
 
 import functools
 
+import keras
 import tensorflow as tf
 
 from kerasnmt.data.vocabulary import END_OF_SENTENCE_ID, START_OF_SENTENCE_ID
 from kerasnmt.decoding.beam_sampler import BeamSampler
+from kerasnmt.decoding.beam_segment_cache import BeamSegmentCache
 from kerasnmt.decoding.search.scoring import EXCLUDED_LOGIT, FORCED_END_LOGIT, with_end_logits
 from kerasnmt.decoding.widths import (
     DEFAULT_LENGTH_OFFSET,
@@ -42,9 +44,8 @@ def decode(backbone, source_ids, source_length, sampler, length_ratio=DEFAULT_LE
     beam search or sampling share this code). The self-attention caches are beam caches
     that stay in place: when hypotheses change places the sampler reorders only their
     histories (which slot holds each position), not the keys and values
-    (`RelativeMultiHeadAttention.initial_cache` with `beam_size`). All of it is per
-    example, so `BeamSampler(compact_batch=True)` can shrink the batch as examples
-    finish. The output projection is padded to a multiple of 64 ids so that the
+    (`BeamSegmentCache`). All of it is per example, so `BeamSampler(compact_batch=True)`
+    can shrink the batch as examples finish. The output projection is padded to a multiple of 64 ids so that the
     sampler's chunked top-k reads the logits as they are. Works eagerly, in
     `tf.function` and in `tf.function(jit_compile=True)`.
 
@@ -168,9 +169,8 @@ def beam_history_step_function(
 
     The reordered state is each hypothesis' history, int32 `[B, max_length]` (tiled by
     the sampler): the beam slot that holds each of its positions in the self-attention
-    beam caches (`RelativeMultiHeadAttention.initial_cache` with `beam_size`), so each
-    step the sampler reorders `B * beam_size * max_length` integers instead of copying
-    every cache. The unordered state holds, per example (leading dimension `B`, so that
+    beam caches (`BeamSegmentCache`), so each step the sampler reorders
+    `B * beam_size * max_length` integers instead of copying every cache. The unordered state holds, per example (leading dimension `B`, so that
     `BeamSampler(compact_batch=True)` can shrink the batch): the beam caches (segments
     `[B, H, beam_size, P + 1, D/H]` of the `max_length` positions), the projected
     encoder keys and values `[B, H, S, D/H]` of every layer (the hypotheses of an
@@ -192,13 +192,16 @@ def beam_history_step_function(
     kernel, bias = backbone.output_projection(vocabulary_multiple)
     if shortlist_ids is not None:
         kernel, bias = _shortlist_projection(kernel, bias, shortlist_ids, vocabulary_multiple)
-    caches = backbone.decoder.initial_cache(encoder_outputs, max_length, beam_size=beam_size)
+    decoder = backbone.decoder
+    caches = BeamSegmentCache.for_decoder(
+        decoder, keras.ops.shape(encoder_outputs)[0], max_length, beam_size)
+    memories = decoder.project_memory(encoder_outputs)
 
     def keys_and_values(caches):  # the beam caches without their history
-        return [{key: c["self_attention"][key] for key in ("keys", "values")} for c in caches]
+        return [{"keys": cache.keys, "values": cache.values} for cache in caches]
 
     per_example = {
-        "memory": [c["cross_attention"] for c in caches],
+        "memory": memories,
         "source_padding_mask": source_padding_mask,
         "length_limits": length_limits,
     }
@@ -225,16 +228,14 @@ def beam_history_step_function(
         once_per_example = beam_size > 1 and _is_first_step(step)
         if once_per_example:
             ids, history = ids[::beam_size], history[:, :1]
-        cache = [
-            {"self_attention": dict(kv, history=history), "cross_attention": memory}
-            for kv, memory in zip(unordered["self_attention"], inputs["memory"])
-        ]
-        outputs, attention, cache = backbone.decoder.decode_step(
-            backbone.target_embedding(tf.cast(ids, tf.int32)), step, cache,
-            inputs["source_padding_mask"],
+        caches = [BeamSegmentCache(kv["keys"], kv["values"], history)
+                  for kv in unordered["self_attention"]]
+        outputs, attention, caches = decoder.decode_step(
+            backbone.target_embedding(tf.cast(ids, tf.int32)), step, caches,
+            inputs["memory"], inputs["source_padding_mask"],
         )
         logits = backbone.projected_logits(outputs, kernel, bias)
-        history = cache[0]["self_attention"]["history"]
+        history = caches[0].history
         if once_per_example:
             logits, attention = (tf.repeat(t, beam_size, axis=0) for t in (logits, attention))
             history = tf.repeat(history, beam_size, axis=1)
@@ -242,7 +243,7 @@ def beam_history_step_function(
         logits = with_end_logits(logits, END_OF_SENTENCE_ID, tf.where(
             at_limit, FORCED_END_LOGIT, logits[:, END_OF_SENTENCE_ID]))
         history = tf.reshape(history, [-1, max_length])
-        unordered = dict(unordered, self_attention=keys_and_values(cache))
+        unordered = dict(unordered, self_attention=keys_and_values(caches))
         return logits, attention, (history, unordered)
 
     return step_fn, history, unordered_state

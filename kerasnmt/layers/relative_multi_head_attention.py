@@ -1,21 +1,13 @@
-"""Multi-head attention with Shaw et al. relative position representations and a decoding cache."""
-
-import functools
+"""Multi-head attention with Shaw et al. relative position representations: full sequence,
+cached decoding step and cross-attention to a projected memory."""
 
 import keras
-import numpy as np
 import tensorflow as tf
 
 from kerasnmt.layers.dropout import Dropout
 
 # Added to masked logits (computed in float32) so that their softmax weight is exactly zero.
 _MASKED_LOGIT = -1e9
-# A beam cache holds its positions in segments [0, 16), [16, 32), [32, 64), ... (each twice
-# the previous one's end): a step reads only the segments that hold a position it attends.
-_FIRST_SEGMENT_LENGTH = 16
-# The key position of each segment's spare entry, where the rows whose step lies in another
-# segment write: later than any query, so that the causal mask hides it.
-_SPARE_POSITION = 2**30
 
 
 @keras.saving.register_keras_serializable(package="kerasnmt")
@@ -33,17 +25,20 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
     is applied to the weights used for both terms). With `maximum_relative_position=None` it is
     plain multi-head attention, used for the decoder's attention over the encoder outputs.
 
-    Incremental decoding: `initial_cache(batch_size, max_length)` gives zero keys and values
-    `[B, num_heads, max_length, key_dim]`; each call with `cache` and `step` writes the keys and
-    values of the one new query position at `step` (a scatter of that position only) and
-    attends to positions `<= step` only, so a decoding step never recomputes earlier positions
-    and all shapes stay static (XLA). For cross-attention, `project_memory(value)` projects the
-    encoder outputs once; pass the result as `cache` (without `step`) at every step. The
-    memory need not be tiled per beam hypothesis: with `B` memory examples and `B * K`
-    query rows, rows `b * K` to `b * K + K - 1` attend to example `b` (one product per
-    example and head; `attention_mask` then has `B` rows too). Cached
-    keys and values are head-major, the layout of the attention products: a decoding step
-    reads them without transposing them (about 3x faster steps than `[B, L, H, D]` on CPU).
+    One method for each mode (as keras-hub's `CachedMultiHeadAttention` modes, one method
+    each instead of one call's arguments):
+
+    - `call`: a full sequence (training, the encoder, teacher forcing).
+    - `call_with_cache`: decoder self-attention one position per row against a cache that
+      the decoding code owns (`kerasnmt.decoding.BeamSegmentCache`): the new position's
+      keys and values are written into it, earlier positions are never recomputed, and
+      all shapes stay static (XLA).
+    - `call_with_memory`: cross-attention against encoder keys and values projected once
+      by `project_memory`.
+
+    Cached keys and values are head-major, the layout of the attention products: a decoding
+    step reads them without transposing them (about 3x faster steps than `[B, L, H, D]` on
+    CPU).
 
     Args:
         num_heads: number of attention heads.
@@ -57,24 +52,17 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         **kwargs: passed to `keras.layers.Layer` (e.g. `name`, `dtype`).
 
     Call arguments:
-        query: `[B, T, D]` queries; with a cache, `[B, D]` for one position per row
-            (as `[B, 1, D]`, the outputs `[B, D]`: what decoding steps pass).
+        query: `[B, T, D]` queries.
         value: `[B, S, D_v]` keys/values for cross-attention; `None` for self-attention.
         attention_mask: boolean, `[B, S]` (keys that may be attended, e.g. not padding) or
             `[B, T, S]`.
         use_causal_mask: forbid attending to later positions (decoder self-attention).
-        cache: incremental self-attention state from `initial_cache` (with `step`), or
-            projected encoder keys/values from `project_memory` (without `step`).
-        step: int, the position of the one query when decoding with a self-attention
-            cache (`T` must be 1): a scalar, or `[B_c]` for the `B_c` examples of the cache
-            (each example at its own position; with a beam cache, its `beam_size` rows
-            share it).
         training: enables dropout.
         return_attention_scores: also return the attention weights.
 
     Returns:
-        `outputs` `[B, T, D]`; then the updated `cache` when a cache is given; then the
-        attention weights `[B, num_heads, T, S]` when `return_attention_scores`.
+        `outputs` `[B, T, D]`, and the attention weights `[B, num_heads, T, S]` with
+        `return_attention_scores`.
 
     Examples:
         >>> layer = RelativeMultiHeadAttention(num_heads=2, key_dim=3, maximum_relative_position=4)
@@ -156,59 +144,20 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
             )
         self.built = True
 
-    def initial_cache(self, batch_size, max_length, beam_size=None):
-        """Zero keys and values for incremental self-attention.
-
-        With `beam_size`, a beam cache, whose entries never move: the `B * beam_size` rows
-        (row `b * beam_size + k`, hypothesis `k` of example `b`) write their keys and
-        values into slot `k` of their example, and `"history"` tells, for each hypothesis
-        and position, the slot that holds its entry. The call writes the new position's
-        slot into the history; a beam search reorders only the history (int32
-        `[B, beam_size, max_length]`) when hypotheses change places, never the keys and
-        values, and each query is scored against the `beam_size` slots of its example.
-
-        The keys and values of a beam cache are held in segments of positions `[0, 16)`,
-        `[16, 32)`, `[32, 64)`, ... (the last one ending at `max_length`), each with a
-        spare entry at its end: a step writes its position into the segment that holds
-        it (and into the spare entry of the others), and reads only the segments that
-        start at or before the deepest step of its rows. A step attends over at most
-        about twice its position, not `max_length` positions: with `max_length = 43`
-        (a source width of 16 and a length limit `2 S + 10`), a step among the first 16
-        reads 17 entries instead of 43. The attention weights a call returns then have
-        one entry per segment entry, spare entries included (weight 0).
-
-        A call with one query row per example and the history of one hypothesis
-        (`history[:, :1]`, `[B, 1, max_length]`) writes the keys and values of each row
-        into every slot of its example: the first step of a beam search, where the
-        hypotheses of an example are all the same, decoded once per example.
+    def project_memory(self, value):
+        """Projects encoder outputs once into the keys and values of `call_with_memory`.
 
         Args:
-            batch_size: the batch size `B` (examples, with `beam_size`).
-            max_length: the number of positions the cache holds.
-            beam_size: hypotheses per example, for a beam cache.
-
-        Returns:
-            `{"keys": ..., "values": ...}`, each `[B, num_heads, max_length, key_dim]`; with
-            `beam_size`, each a list of segments `[B, num_heads, beam_size, P + 1, key_dim]`
-            (`P` positions and the spare entry), and a zero `"history"`.
-        """
-        if beam_size is None:
-            shape = [batch_size, self.num_heads, max_length, self.key_dim]
-            zeros = tf.zeros(shape, dtype=self.compute_dtype)
-            return {"keys": zeros, "values": zeros}
-        segments = [
-            tf.zeros([batch_size, self.num_heads, beam_size, end - start + 1, self.key_dim],
-                     dtype=self.compute_dtype)
-            for start, end in _segment_bounds(max_length)
-        ]
-        history = tf.zeros([batch_size, beam_size, max_length], tf.int32)
-        return {"keys": segments, "values": list(segments), "history": history}
-
-    def project_memory(self, value):
-        """Projects encoder outputs `[B, S, D_v]` once into cross-attention keys and values.
+            value: `[B, S, D_v]` encoder outputs.
 
         Returns:
             `{"keys": ..., "values": ...}`, each `[B, num_heads, S, key_dim]`.
+
+        Example:
+            >>> layer = RelativeMultiHeadAttention(num_heads=2, key_dim=3)
+            >>> memory = layer.project_memory(tf.ones([2, 7, 6]))
+            >>> memory["keys"].shape
+            TensorShape([2, 2, 7, 3])
         """
         value = tf.cast(value, self.compute_dtype)
         if not self.built:
@@ -233,155 +182,208 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         value=None,
         attention_mask=None,
         use_causal_mask=False,
-        cache=None,
-        step=None,
         training=None,
         return_attention_scores=False,
     ):
-        incremental = cache is not None and step is not None
-        beam_cache = incremental and "history" in cache
-        uses_memory_cache = cache is not None and step is None
-        is_self_attention = value is None and not uses_memory_cache
-        if self.maximum_relative_position is not None and not is_self_attention:
-            raise ValueError(
-                "RelativeMultiHeadAttention: relative position representations only apply to "
-                "self-attention; call it without `value` and without a memory `cache`, or set "
-                "maximum_relative_position=None"
-            )
-        one_position = query.shape.rank == 2  # [B, D]: one position per row
-        if one_position and cache is None:
+        if query.shape.rank == 2:
             raise ValueError(
                 "RelativeMultiHeadAttention: a query of shape [B, D] (one position per row) "
-                "needs a cache: a self-attention cache with `step`, or a memory cache"
+                "needs a cache: call_with_cache (self-attention) or call_with_memory"
             )
-        if incremental and not one_position and query.shape[1] not in (None, 1):
+        if self.maximum_relative_position is not None and value is not None:
             raise ValueError(
-                "RelativeMultiHeadAttention: incremental decoding (cache with step) takes one "
-                f"query position, got query shape {query.shape}"
+                "RelativeMultiHeadAttention: relative position representations only apply to "
+                "self-attention; call it without `value`, or set maximum_relative_position=None"
             )
-
         query = tf.cast(query, self.compute_dtype)
-        queries = self._split_heads(self.query_dense(query)) * (self.key_dim**-0.5)
+        queries = self._queries(query)
         query_shape = tf.shape(queries)
-        query_length = _dimension(queries, 1)
-        if uses_memory_cache:
-            keys, values = cache["keys"], cache["values"]
-            # Consecutive query rows that share a memory example (beam hypotheses, when
-            # the memory is not tiled per hypothesis) are attended as its positions.
-            queries = tf.reshape(queries, [tf.shape(keys)[0], -1, self.num_heads,
-                                           self.key_dim])
-        else:
-            source = query if value is None else tf.cast(value, self.compute_dtype)
-            keys = self._split_heads(self.key_dense(source))
-            values = self._split_heads(self.value_dense(source))
-            if beam_cache:  # segments [B, H, K, P + 1, D]
-                hypotheses = cache["history"].shape[1]
-                keys, values = _write_beam_segments([cache["keys"], cache["values"]],
-                                                    [keys, values], step, hypotheses)
-                cache = {"keys": keys, "values": values,
-                         "history": _write_history(cache["history"], step)}
-            elif incremental:
-                keys = _write_at(cache["keys"], keys, step)
-                values = _write_at(cache["values"], values, step)
-                cache = {"keys": keys, "values": values}
-        # Cached keys and values are head-major [B, H, S, D]; others [B, S, H, D], made
-        # head-major here for batched matrix products (on CPU, forward and backward take
-        # a fifth less time than tf.einsum's, which transposes its operands at each call).
-        full_sequence = cache is None
-        if full_sequence:
-            keys = tf.transpose(keys, [0, 2, 1, 3])
-            values = tf.transpose(values, [0, 2, 1, 3])
-        if beam_cache:
-            key_positions = _segment_key_positions(keys)
-            newest = _deepest_step(step)  # the segments after it are not read
-        else:
-            key_positions = tf.range(_dimension(keys, 2))
-        # The query positions: [T], or [rows, T] when each example has its own step.
-        per_row = incremental and tf.convert_to_tensor(step).shape.rank == 1
+        source = query if value is None else tf.cast(value, self.compute_dtype)
+        # Head-major [B, H, S, D] for batched matrix products (on CPU, forward and backward
+        # take a fifth less time than tf.einsum's, which transposes its operands at each call).
+        keys = tf.transpose(self._split_heads(self.key_dense(source)), [0, 2, 1, 3])
+        values = tf.transpose(self._split_heads(self.value_dense(source)), [0, 2, 1, 3])
+        key_positions = tf.range(_dimension(keys, 2))
+        query_positions = tf.range(_dimension(queries, 1))
+
+        logits = tf.matmul(tf.transpose(queries, [0, 2, 1, 3]), keys, transpose_b=True)
+        if self.maximum_relative_position is not None:
+            bucket_one_hot = self._relative_buckets(key_positions, query_positions,
+                                                    logits.dtype)  # [T, S, 2k+1]
+            logits += _relative_logits(queries, self.relative_position_keys, bucket_one_hot)
+        mask = _key_mask(attention_mask)
+        if use_causal_mask:
+            causal = key_positions <= query_positions[..., tf.newaxis]
+            mask = causal if mask is None else tf.logical_and(mask, causal)
+        weights = self._softmax(logits, mask)
+        dropped_weights = self.dropout_layer(weights, training=training)
+
+        heads = tf.transpose(tf.matmul(dropped_weights, values), [0, 2, 1, 3])
+        if self.maximum_relative_position is not None:
+            heads += _relative_heads(dropped_weights, self.relative_position_values,
+                                     bucket_one_hot)
+        heads = tf.reshape(heads, [query_shape[0], query_shape[1], self.num_heads * self.key_dim])
+        outputs = self.output_dense(heads)
+        return (outputs, weights) if return_attention_scores else outputs
+
+    def call_with_cache(self, query, cache, step):
+        """Causal self-attention of one new position per row against a decoding cache
+        (inference: no dropout).
+
+        The keys and values of the new position are written into `cache` at `step`, and
+        each row attends to the positions `<= step` its cache holds for it. The cache is the
+        decoding code's (`kerasnmt.decoding.BeamSegmentCache`, whose `beam_size` rows of an
+        example share its step); this layer needs only its `write`, `key_positions`,
+        `deepest_step`, `logits` and `heads`.
+
+        Args:
+            query: `[B, D]`, one position per row (or `[B, 1, D]`).
+            cache: the decoding cache of this layer.
+            step: int, the position of the queries: a scalar, or `[B_c]` for the `B_c`
+                examples of the cache (each at its own position).
+
+        Returns:
+            `(outputs, new_cache)`: outputs `[B, D]` (or `[B, 1, D]`, as the query).
+
+        Example:
+            >>> from kerasnmt.decoding import BeamSegmentCache
+            >>> layer = RelativeMultiHeadAttention(num_heads=2, key_dim=3,
+            ...                                    maximum_relative_position=4)
+            >>> cache = BeamSegmentCache.zeros(batch_size=2, max_length=10, beam_size=1,
+            ...                                num_heads=2, key_dim=3)
+            >>> outputs, cache = layer.call_with_cache(tf.ones([2, 6]), cache, step=0)
+            >>> outputs.shape
+            TensorShape([2, 6])
+        """
+        query = tf.cast(query, self.compute_dtype)
+        one_position = query.shape.rank == 2
+        if not one_position and query.shape[1] not in (None, 1):
+            raise ValueError(
+                "RelativeMultiHeadAttention: call_with_cache takes one query position per "
+                f"row, got query shape {query.shape}"
+            )
+        if not self.built:
+            self.build(query.shape)
+        queries = self._queries(query)
+        query_shape = tf.shape(queries)
+        cache = cache.write(self._split_heads(self.key_dense(query)),
+                            self._split_heads(self.value_dense(query)), step)
+        key_positions = cache.key_positions()
+        newest = cache.deepest_step(step)  # the cache may skip what lies after it
+        # The query positions: [1], or [rows, 1] when each example has its own step.
+        per_row = tf.convert_to_tensor(step).shape.rank == 1
         if per_row:
             rows_per_example = query_shape[0] // tf.shape(step)[0]
             row_steps = tf.repeat(tf.cast(step, tf.int32), rows_per_example)
-            query_positions = row_steps[:, tf.newaxis] + tf.range(query_length)
+            query_positions = row_steps[:, tf.newaxis] + tf.range(_dimension(queries, 1))
         else:
-            query_positions = (step if incremental else 0) + tf.range(query_length)
+            query_positions = step + tf.range(_dimension(queries, 1))
 
-        if beam_cache:
-            logits = _beam_logits(queries, keys, cache["history"], newest)
-        elif full_sequence:
-            logits = tf.matmul(tf.transpose(queries, [0, 2, 1, 3]), keys, transpose_b=True)
-        else:
-            logits = tf.einsum("bthd,bhsd->bhts", queries, keys)
+        logits = cache.logits(queries, newest)
         if self.maximum_relative_position is not None:
-            window = 2 * self.maximum_relative_position + 1
-            distance = key_positions - query_positions[..., tf.newaxis]
-            bucket = (
-                tf.clip_by_value(
-                    distance, -self.maximum_relative_position, self.maximum_relative_position
-                )
-                + self.maximum_relative_position
-            )
             # [T, S, 2k+1], or [rows, T, S, 2k+1] with a position per row.
-            bucket_one_hot = tf.one_hot(bucket, window, dtype=logits.dtype)
+            bucket_one_hot = self._relative_buckets(key_positions, query_positions,
+                                                    logits.dtype)
             relative = "btsr" if per_row else "tsr"
-            if full_sequence:
-                logits += _relative_logits(queries, self.relative_position_keys, bucket_one_hot)
-            else:
-                query_dot_table = tf.einsum("bthd,rd->bhtr", queries,
-                                            self.relative_position_keys)
-                logits += tf.einsum(f"bhtr,{relative}->bhts", query_dot_table, bucket_one_hot)
+            query_dot_table = tf.einsum("bthd,rd->bhtr", queries,
+                                        self._relative_table(self.relative_position_keys))
+            logits += tf.einsum(f"bhtr,{relative}->bhts", query_dot_table, bucket_one_hot)
+        causal = key_positions <= query_positions[..., tf.newaxis]
+        if per_row:
+            causal = causal[:, tf.newaxis]  # [rows, 1 (heads), T, S]
+        weights = self._softmax(logits, causal)
 
-        mask = None
-        if attention_mask is not None:
-            mask = tf.cast(attention_mask, tf.bool)
-            if mask.shape.rank == 2:
-                mask = mask[:, tf.newaxis, tf.newaxis, :]
-            else:
-                mask = mask[:, tf.newaxis, :, :]
-        if use_causal_mask or incremental:
-            causal = key_positions <= query_positions[..., tf.newaxis]
-            if per_row:
-                causal = causal[:, tf.newaxis]  # [rows, 1 (heads), T, S]
-            mask = causal if mask is None else tf.logical_and(mask, causal)
-        logits = tf.cast(logits, tf.float32)
-        if mask is not None:
-            logits = tf.where(mask, logits, _MASKED_LOGIT)
-        weights = tf.cast(tf.nn.softmax(logits, axis=-1), self.compute_dtype)
-        dropped_weights = self.dropout_layer(weights, training=training)
-
-        if beam_cache:
-            heads = _beam_heads(dropped_weights, values, cache["history"], newest)
-        elif full_sequence:
-            heads = tf.transpose(tf.matmul(dropped_weights, values), [0, 2, 1, 3])
-        else:
-            heads = tf.einsum("bhts,bhsd->bthd", dropped_weights, values)
+        heads = cache.heads(weights, newest)
         if self.maximum_relative_position is not None:
-            if full_sequence:
-                heads += _relative_heads(dropped_weights, self.relative_position_values,
-                                         bucket_one_hot)
-            else:
-                weight_per_bucket = tf.einsum(f"bhts,{relative}->bhtr", dropped_weights,
-                                              bucket_one_hot)
-                heads += tf.einsum("bhtr,rd->bthd", weight_per_bucket,
-                                   self.relative_position_values)
+            weight_per_bucket = tf.einsum(f"bhts,{relative}->bhtr", weights, bucket_one_hot)
+            heads += tf.einsum("bhtr,rd->bthd", weight_per_bucket,
+                               self._relative_table(self.relative_position_values))
+        if one_position:
+            heads = tf.reshape(heads, [-1, self.num_heads * self.key_dim])
+        else:
+            heads = tf.reshape(heads, [query_shape[0], query_shape[1],
+                                       self.num_heads * self.key_dim])
+        return self.output_dense(heads), cache
+
+    def call_with_memory(self, query, memory, attention_mask=None):
+        """Cross-attention against encoder keys and values projected once by
+        `project_memory` (inference: no dropout).
+
+        The memory need not be tiled per beam hypothesis: with `B` memory examples and
+        `B * K` query rows, rows `b * K` to `b * K + K - 1` attend to example `b` (one
+        product per example and head; `attention_mask` then has `B` rows too).
+
+        Args:
+            query: `[B * K, D]`, one position per row, or `[B * K, T, D]`.
+            memory: `{"keys", "values"}` from `project_memory`, `[B, num_heads, S, key_dim]`.
+            attention_mask: boolean `[B, S]`, the memory positions that may be attended.
+
+        Returns:
+            `(outputs, attention_scores)`: outputs `[B * K, D]` (or `[B * K, T, D]`, as the
+            query) and the attention weights `[B * K, num_heads, T, S]`.
+
+        Example:
+            >>> layer = RelativeMultiHeadAttention(num_heads=2, key_dim=3)
+            >>> memory = layer.project_memory(tf.ones([2, 7, 6]))
+            >>> outputs, scores = layer.call_with_memory(tf.ones([4, 6]), memory)
+            >>> outputs.shape, scores.shape  # 2 rows an example
+            (TensorShape([4, 6]), TensorShape([4, 2, 1, 7]))
+        """
+        if self.maximum_relative_position is not None:
+            raise ValueError(
+                "RelativeMultiHeadAttention: relative position representations only apply to "
+                "self-attention; call_with_memory needs maximum_relative_position=None"
+            )
+        query = tf.cast(query, self.compute_dtype)
+        one_position = query.shape.rank == 2
+        queries = self._queries(query)
+        query_shape = tf.shape(queries)
+        query_length = _dimension(queries, 1)
+        keys, values = memory["keys"], memory["values"]
+        # Consecutive query rows that share a memory example (beam hypotheses, when the
+        # memory is not tiled per hypothesis) are attended as its positions.
+        queries = tf.reshape(queries, [tf.shape(keys)[0], -1, self.num_heads, self.key_dim])
+        logits = tf.einsum("bthd,bhsd->bhts", queries, keys)
+        weights = self._softmax(logits, _key_mask(attention_mask))
+        heads = tf.einsum("bhts,bhsd->bthd", weights, values)
         if one_position:
             heads = tf.reshape(heads, [-1, self.num_heads * self.key_dim])
         else:
             heads = tf.reshape(heads, [query_shape[0], query_shape[1],
                                        self.num_heads * self.key_dim])
         outputs = self.output_dense(heads)
-        if uses_memory_cache and return_attention_scores:  # [B, H, K*T, S] -> [B*K, H, T, S]
-            source_width = _dimension(weights, 3)
-            weights = tf.reshape(weights, [tf.shape(weights)[0], self.num_heads, -1,
-                                           query_length, source_width])
-            weights = tf.reshape(tf.transpose(weights, [0, 2, 1, 3, 4]),
-                                 [-1, self.num_heads, query_length, source_width])
+        # [B, H, K*T, S] -> [B*K, H, T, S]
+        source_width = _dimension(weights, 3)
+        weights = tf.reshape(weights, [tf.shape(weights)[0], self.num_heads, -1,
+                                       query_length, source_width])
+        weights = tf.reshape(tf.transpose(weights, [0, 2, 1, 3, 4]),
+                             [-1, self.num_heads, query_length, source_width])
+        return outputs, weights
 
-        results = (outputs,)
-        if cache is not None:
-            results += (cache,)
-        if return_attention_scores:
-            results += (weights,)
-        return results[0] if len(results) == 1 else results
+    def _queries(self, query):
+        """The scaled query heads `[B, T, H, D]` of `query` (in the compute dtype)."""
+        return self._split_heads(self.query_dense(query)) * (self.key_dim**-0.5)
+
+    def _relative_buckets(self, key_positions, query_positions, dtype):
+        """The one-hot relative position bucket `[..., T, S, 2k + 1]` of each query and key
+        position."""
+        k = self.maximum_relative_position
+        distance = key_positions - query_positions[..., tf.newaxis]
+        bucket = tf.clip_by_value(distance, -k, k) + k
+        return tf.one_hot(bucket, 2 * k + 1, dtype=dtype)
+
+    def _relative_table(self, table):
+        """`table` in the compute dtype: the cached and memory modes are called directly,
+        outside the autocasting of `keras.layers.Layer.__call__` (no op in float32)."""
+        return tf.cast(table, self.compute_dtype)
+
+    def _softmax(self, logits, mask):
+        """The attention weights, computed in float32 with the masked positions at weight
+        0, in the compute dtype."""
+        logits = tf.cast(logits, tf.float32)
+        if mask is not None:
+            logits = tf.where(mask, logits, _MASKED_LOGIT)
+        return tf.cast(tf.nn.softmax(logits, axis=-1), self.compute_dtype)
 
     def get_config(self):
         config = super().get_config()
@@ -430,191 +432,15 @@ def _relative_heads(weights, table, bucket_one_hot):
     return tf.transpose(tf.reshape(outputs, [length, batch, heads, -1]), [1, 0, 2, 3])
 
 
-def _write_at(cache, update, step):
-    """Returns `cache` `[B, H, L, D]` with `update` `[B, 1, H, D]` written at position `step`
-    (a scalar, or `[B]`).
-
-    A scatter of the `B * H` new vectors: under XLA an in-place update inside the decoding
-    loop, instead of a pass over the whole cache.
-    """
-    shape = tf.shape(cache)
-    batch, heads = tf.meshgrid(tf.range(shape[0]), tf.range(shape[1]), indexing="ij")
-    positions = _per_example(step, tf.shape(batch), rank=2)
-    indices = tf.stack([batch, heads, positions], axis=-1)  # [B, H, 3]
-    return tf.tensor_scatter_nd_update(cache, indices, tf.cast(update[:, 0], cache.dtype))
-
-
-def _write_history(history, step):
-    """`history` `[B, K, L]` with each hypothesis' own slot `k` written at `step` (a scalar,
-    or `[B]`)."""
-    slots = tf.range(tf.shape(history)[1])[tf.newaxis, :, tf.newaxis]
-    at_step = tf.equal(tf.range(tf.shape(history)[2]),
-                       tf.reshape(step, [-1, 1, 1]))  # [1 or B, 1, L]
-    return tf.where(at_step, slots, history)
-
-
-def _per_example(step, shape, rank):
-    """`step` (a scalar, or `[B]`) broadcast to `shape`, whose first dimension is `B`."""
-    step = tf.cast(step, tf.int32)
-    if step.shape.rank == 1:
-        step = tf.reshape(step, [-1] + [1] * (rank - 1))
-    return tf.broadcast_to(step, shape)
-
-
-def _segment_bounds(max_length):
-    """The `(start, end)` positions of the segments of a beam cache of `max_length`
-    positions: `[0, 16)`, `[16, 32)`, `[32, 64)`, ..., the last one cut at `max_length`."""
-    bounds, start = [], 0
-    while start < max_length:
-        end = min(max(2 * start, _FIRST_SEGMENT_LENGTH), max_length)
-        bounds.append((start, end))
-        start = end
-    return bounds
-
-
-def _segment_starts(segments):
-    """The first position of each segment `[B, H, K, P + 1, D]` (`P` positions and the
-    spare entry)."""
-    starts, start = [], 0
-    for segment in segments:
-        starts.append(start)
-        start += segment.shape[3] - 1
-    return starts
-
-
-def _segment_key_positions(segments):
-    """The key position of every entry of the segments, in order, int32 `[sum(P + 1)]`."""
-    positions = []
-    for start, segment in zip(_segment_starts(segments), segments):
-        positions += list(range(start, start + segment.shape[3] - 1)) + [_SPARE_POSITION]
-    return tf.constant(positions, tf.int32)
-
-
-def _write_beam_segments(caches, updates, step, hypotheses):
-    """Beam caches (lists of segments `[B, H, K, P + 1, D]`: the keys', the values') with
-    their `updates` `[B*R, 1, H, D]` (row `b*R + k`, `R` `hypotheses` per example: the
-    caches' `K`, or 1 for every slot) written at slot `k` of position `step` (a scalar, or
-    `[B]`) in the segment that holds it, and at the spare entry of the others: a scatter
-    of the `B * H * K` new vectors each, all the caches' through the same indices."""
-    first = caches[0][0]
-    shape = tf.shape(first)
-    heads, slots, depth = first.shape[1], first.shape[2], first.shape[4]
-    batch_index, head_index, slot_index = tf.meshgrid(
-        tf.range(shape[0]), tf.range(heads), tf.range(slots), indexing="ij")
-    grid = tf.stack([batch_index, head_index, slot_index], axis=-1)  # [B, H, K, 3]
-    step = _per_example(step, tf.shape(batch_index), rank=3)
-    indices = []
-    for start, segment in zip(_segment_starts(caches[0]), caches[0]):
-        length = segment.shape[3] - 1
-        position = step - start
-        position = tf.where((position >= 0) & (position < length), position, length)
-        indices.append(tf.concat([grid, position[..., tf.newaxis]], axis=-1))  # [B, H, K, 4]
-    written = []
-    for segments, update in zip(caches, updates):
-        update = tf.transpose(tf.reshape(update, [-1, hypotheses, heads, depth]),
-                              [0, 2, 1, 3])  # [B, H, R, D]
-        if hypotheses != slots:
-            update = tf.broadcast_to(update, tf.concat([shape[:3], shape[4:]], 0))
-        written.append([
-            tf.tensor_scatter_nd_update(segment, index, tf.cast(update, segment.dtype))
-            for segment, index in zip(segments, indices)
-        ])
-    return written
-
-
-def _deepest_step(step):
-    """The deepest of `step` (a scalar, or `[B]`): a Python int when it is known when
-    tracing (the first step, 0), else an int32 scalar."""
-    static = tf.get_static_value(step)
-    return tf.reduce_max(step) if static is None else int(np.max(static))
-
-
-def _read_segments(segments, history, newest, read, skipped):
-    """`read(index, segment, selector)` of each segment of a beam cache, or
-    `skipped(segment)` for the segments that start after `newest` (no row attends to
-    them), chosen when the graph runs, or when tracing if `newest` is a Python int (then
-    the skipped segments' reads are not traced). `selector`: the one-hot `[B, R, K, P + 1]`
-    of the slot that holds each position of each of the history's `R` hypotheses (the
-    spare entry: slot 0)."""
-    results = []
-    for index, (start, segment) in enumerate(zip(_segment_starts(segments), segments)):
-        length = segment.shape[3] - 1
-
-        def read_segment(index=index, segment=segment, start=start, length=length):
-            slots = tf.pad(history[:, :, start:start + length], [[0, 0], [0, 0], [0, 1]])
-            selector = tf.one_hot(slots, segment.shape[2], axis=2, dtype=segment.dtype)
-            return read(index, segment, selector)
-
-        if start == 0:
-            results.append(read_segment())
-        elif isinstance(newest, int):  # known when tracing: the other branch is not traced
-            results.append(read_segment() if newest >= start else skipped(segment))
-        else:
-            results.append(tf.cond(newest >= start, read_segment,
-                                   functools.partial(skipped, segment)))
-    return results
-
-
-def _beam_logits(queries, segments, history, newest):
-    """Attention logits `[B*K, H, 1, sum(P + 1)]` of queries `[B*K, 1, H, D]` against the
-    segments of a beam cache of keys `[B, H, K, P + 1, D]`, each position through the slot
-    its hypothesis' history names; 0 for the segments after `newest` (the causal mask
-    hides them)."""
-    rows = tf.shape(queries)[0]
-    return tf.concat(_read_segments(
-        segments, history, newest,
-        lambda index, segment, selector: _segment_logits(queries, segment, selector),
-        lambda segment: tf.zeros([rows, segment.shape[1], 1, segment.shape[3]],
-                                 segment.dtype),
-    ), axis=-1)
-
-
-def _beam_heads(weights, segments, history, newest):
-    """`sum_l weights[l] * values[slot(l), l]` `[B*K, 1, H, D]` from weights
-    `[B*K, H, 1, sum(P + 1)]` (`_beam_logits`' layout) and the segments of a beam cache of
-    values, through each hypothesis' history; the segments after `newest` are not read."""
-    # Where each segment's weights begin: its start, plus the spare entries before it.
-    offsets = [start + index for index, start in enumerate(_segment_starts(segments))]
-    rows = tf.shape(weights)[0]
-    return tf.add_n(_read_segments(
-        segments, history, newest,
-        lambda index, segment, selector: _segment_heads(
-            weights[..., offsets[index]:offsets[index] + segment.shape[3]], segment, selector),
-        lambda segment: tf.zeros([rows, 1, segment.shape[1], segment.shape[4]],
-                                 segment.dtype),
-    ))
-
-
-def _segment_logits(queries, keys, beam_selector):
-    """Attention logits `[B*R, H, 1, P]` of queries `[B*R, 1, H, D]` against a segment of
-    keys `[B, H, J, P, D]` (`J` slots): each query is scored against the keys of every
-    slot of its example (one matrix product per example and head, no copy of the cache),
-    then each position keeps the slot its hypothesis' history names (`beam_selector`
-    `[B, R, J, P]`)."""
-    _, heads, _, length, depth = keys.shape  # static: the cache's segment
-    queries = tf.transpose(
-        tf.reshape(queries, [-1, beam_selector.shape[1], heads, depth]),
-        [0, 2, 1, 3])  # [B, H, R, D]
-    # Keys first: the cache is the left matrix, read as stored (as the right one, XLA on
-    # CPU copies it to put the contracted dimension first).
-    all_slots = tf.einsum("bhjld,bhkd->bhkjl", keys, queries)
-    logits = tf.reduce_sum(all_slots * tf.expand_dims(beam_selector, 1), axis=3)  # [B,H,R,P]
-    logits = tf.transpose(logits, [0, 2, 1, 3])  # [B, R, H, P]
-    return tf.reshape(logits, [-1, heads, 1, length])
-
-
-def _segment_heads(weights, values, beam_selector):
-    """`sum_l weights[l] * values[slot(l), l]` `[B*R, 1, H, D]` from weights `[B*R, H, 1, P]`
-    and a segment of values `[B, H, J, P, D]`, through each hypothesis' history
-    (`beam_selector` `[B, R, J, P]`)."""
-    _, num_heads, _, length, depth = values.shape  # static: the cache's segment
-    weights = tf.transpose(
-        tf.reshape(weights, [-1, beam_selector.shape[1], num_heads, length]),
-        [0, 2, 1, 3])  # [B, H, R, P]
-    weights = tf.expand_dims(weights, 3) * tf.expand_dims(beam_selector, 1)  # [B,H,R,J,P]
-    heads = tf.einsum("bhkjl,bhjld->bhkd", weights, values)
-    heads = tf.transpose(heads, [0, 2, 1, 3])  # [B, R, H, D]
-    return tf.reshape(heads, [-1, 1, num_heads, depth])
+def _key_mask(attention_mask):
+    """A boolean `attention_mask` `[B, S]` or `[B, T, S]` as `[B, 1, 1 or T, S]` (heads
+    and queries broadcast), or `None`."""
+    if attention_mask is None:
+        return None
+    mask = tf.cast(attention_mask, tf.bool)
+    if mask.shape.rank == 2:
+        return mask[:, tf.newaxis, tf.newaxis, :]
+    return mask[:, tf.newaxis, :, :]
 
 
 def _clone_initializer(initializer):

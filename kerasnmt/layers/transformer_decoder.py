@@ -17,11 +17,12 @@ class TransformerDecoder(TransformerEncoder):
     attention weights of the first head of the last layer's attention over the encoder (what
     guided alignment and the coverage penalty use).
 
-    Decoding API (what a beam search drives): `initial_cache(encoder_outputs, max_length)`
-    builds the state once per source batch (encoder keys/values projected once, zero
-    self-attention keys/values of `max_length` positions, every tensor batch-major), and
-    `decode_step(inputs, step, cache, encoder_padding_mask)` decodes one position: it writes
-    that position's keys/values into the cache and never recomputes earlier positions.
+    Decoding API (what a beam search drives): `project_memory(encoder_outputs)` projects
+    the encoder keys/values of every layer once per source batch, and
+    `decode_step(inputs, step, caches, memories, encoder_padding_mask)` decodes one
+    position: it writes that position's keys/values into the self-attention caches (one
+    per layer, the decoding code's: `kerasnmt.decoding.BeamSegmentCache.for_decoder`) and
+    never recomputes earlier positions.
 
     Args:
         num_layers: number of layers.
@@ -53,9 +54,11 @@ class TransformerDecoder(TransformerEncoder):
         >>> outputs, attention = decoder(keras.ops.ones([2, 3, 8]), encoder_outputs)
         >>> outputs.shape, attention.shape
         (TensorShape([2, 3, 8]), TensorShape([2, 3, 5]))
-        >>> cache = decoder.initial_cache(encoder_outputs, max_length=10)
-        >>> step_outputs, step_attention, cache = decoder.decode_step(
-        ...     keras.ops.ones([2, 8]), 0, cache)
+        >>> from kerasnmt.decoding import BeamSegmentCache
+        >>> caches = BeamSegmentCache.for_decoder(decoder, batch_size=2, max_length=10)
+        >>> memories = decoder.project_memory(encoder_outputs)
+        >>> step_outputs, step_attention, caches = decoder.decode_step(
+        ...     keras.ops.ones([2, 8]), 0, caches, memories)
         >>> step_outputs.shape, step_attention.shape
         (TensorShape([2, 8]), TensorShape([2, 5]))
 
@@ -88,37 +91,37 @@ class TransformerDecoder(TransformerEncoder):
             )
         return self._normalize_output(outputs), attention[:, 0]
 
-    def initial_cache(self, encoder_outputs, max_length, beam_size=None):
-        """The decoding state for encoder outputs `[B, S, D]` and at most `max_length` steps.
+    def project_memory(self, encoder_outputs):
+        """The encoder keys and values of every layer for `decode_step`, projected once.
 
-        With `beam_size`, the self-attention caches are beam caches (see
-        `RelativeMultiHeadAttention.initial_cache`).
+        Args:
+            encoder_outputs: `[B, S, D]`.
 
         Returns:
-            A list with one cache per layer (see `TransformerDecoderLayer.initial_cache`);
-            every tensor is batch-major.
+            A list with one `{"keys", "values"}` per layer, each `[B, num_heads, S, D/H]`
+            (batch-major: a search may reorder them with `tf.gather` on axis 0).
         """
         encoder_outputs = tf.cast(encoder_outputs, self.compute_dtype)
         if not self.built:
             self.build(encoder_outputs.shape)
-        return [
-            layer.initial_cache(encoder_outputs, max_length, beam_size)
-            for layer in self.transformer_layers
-        ]
+        return [layer.project_memory(encoder_outputs) for layer in self.transformer_layers]
 
-    def decode_step(self, inputs, step, cache, encoder_padding_mask=None):
+    def decode_step(self, inputs, step, caches, memories, encoder_padding_mask=None):
         """Decodes one position (inference: no dropout).
 
         Args:
             inputs: `[B, D]` or `[B, 1, D]` embeddings of the tokens at position `step`.
             step: int, the 0-based position being decoded (`< max_length`): a scalar, or
-                `[B_c]` with one position per example of the cache (its beam hypotheses
-                share it, with beam caches).
-            cache: from `initial_cache` or the previous `decode_step`.
+                `[B_c]` with one position per example of the caches (its beam hypotheses
+                share it).
+            caches: one self-attention cache per layer (see
+                `kerasnmt.decoding.BeamSegmentCache.for_decoder`), from the previous
+                `decode_step` after the first.
+            memories: from `project_memory`.
             encoder_padding_mask: boolean `[B, S]`, True on real source positions.
 
         Returns:
-            `(outputs [B, D], attention [B, S], new_cache)`.
+            `(outputs [B, D], attention [B, S], new_caches)`.
         """
         if len(inputs.shape) == 2:
             inputs = inputs[:, tf.newaxis]
@@ -128,15 +131,10 @@ class TransformerDecoder(TransformerEncoder):
         # The layers decode [B, D]: one position per row, whose `Dense` products are
         # plain matrix products (a graph traced per step holds a third fewer ops).
         outputs = tf.squeeze(self._embed(inputs, start_index=row_steps, training=False), 1)
-        new_cache = []
-        for layer, layer_cache in zip(self.transformer_layers, cache):
-            outputs, attention, layer_cache = layer(
-                outputs,
-                encoder_padding_mask=encoder_padding_mask,
-                cache=layer_cache,
-                step=step,
-                training=False,
-            )
-            new_cache.append(layer_cache)
+        new_caches = []
+        for layer, cache, memory in zip(self.transformer_layers, caches, memories):
+            outputs, attention, cache = layer.decode_step(
+                outputs, step, cache, memory, encoder_padding_mask)
+            new_caches.append(cache)
         outputs = self._normalize_output(outputs)
-        return outputs, attention[:, 0, 0], new_cache
+        return outputs, attention[:, 0, 0], new_caches

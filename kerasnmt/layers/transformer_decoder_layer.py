@@ -12,16 +12,16 @@ from kerasnmt.layers.transformer_encoder_layer import (
 
 @keras.saving.register_keras_serializable(package="kerasnmt")
 class TransformerDecoderLayer(TransformerEncoderLayer):
-    """A Transformer decoder layer with relative position self-attention and a decoding cache.
+    """A Transformer decoder layer with relative position self-attention, in full or one step
+    at a time.
 
     Three residual blocks (pre-norm or post-norm, as in `TransformerEncoderLayer`): causal
     `RelativeMultiHeadAttention` self-attention, plain multi-head attention over the encoder
     outputs (whose weights are returned), and a feed-forward network.
 
-    For incremental decoding, `initial_cache(encoder_outputs, max_length)` holds the
-    self-attention keys/values (written one position per step) and the encoder keys/values
-    (projected once); call the layer with `cache` and `step` on one position, `[B, D]`
-    (or `[B, 1, D]`).
+    `call` decodes full sequences; `decode_step` decodes one position per row against the
+    layer's self-attention cache (the decoding code's) and its encoder keys/values,
+    projected once by `project_memory`.
 
     Args:
         num_units: model dimension `D`.
@@ -35,17 +35,13 @@ class TransformerDecoderLayer(TransformerEncoderLayer):
             before or after each sublayer) — and those of `keras.layers.Layer`.
 
     Call arguments:
-        inputs: `[B, T, D]` (or `[B, D]` or `[B, 1, D]` with `cache` and `step`).
-        encoder_outputs: `[B, S, D]`; unused when `cache` is given.
+        inputs: `[B, T, D]`.
+        encoder_outputs: `[B, S, D]`.
         encoder_padding_mask: boolean `[B, S]`, True on real source positions.
-        cache: from `initial_cache`, for incremental decoding.
-        step: int, the position of `inputs` when decoding with `cache`: a scalar, or one
-            per example of the cache (see `RelativeMultiHeadAttention`).
         training: enables dropout.
 
     Returns:
-        `(outputs [B, T, D], attention [B, num_heads, T, S])` (outputs `[B, D]` for inputs
-        `[B, D]`), plus the updated cache when `cache` is given.
+        `(outputs [B, T, D], attention [B, num_heads, T, S])`.
 
     Examples:
         >>> layer = TransformerDecoderLayer(num_units=8, num_heads=2, ffn_inner_dim=16,
@@ -79,96 +75,68 @@ class TransformerDecoderLayer(TransformerEncoderLayer):
         self.cross_attention.build(shape, shape)
         self.cross_attention_norm.build(shape)
 
-    def initial_cache(self, encoder_outputs, max_length, beam_size=None):
-        """The decoding state of this layer for a batch of encoder outputs `[B, S, D]`.
-
-        With `beam_size`, the self-attention cache is a beam cache (see
-        `RelativeMultiHeadAttention.initial_cache`).
-
-        Returns:
-            `{"self_attention": {"keys", "values"}, "cross_attention": {"keys", "values"}}`,
-            `[B, H, max_length, D/H]` and `[B, H, S, D/H]` tensors (batch-major, so a beam
-            search may tile and reorder them with `tf.gather` on axis 0).
-        """
+    def project_memory(self, encoder_outputs):
+        """The encoder keys and values of `decode_step`, projected once from encoder
+        outputs `[B, S, D]` (see `RelativeMultiHeadAttention.project_memory`)."""
         if not self.built:
             self.build(encoder_outputs.shape)
-        batch_size = keras.ops.shape(encoder_outputs)[0]
-        return {
-            "self_attention": self.self_attention.initial_cache(
-                batch_size, max_length, beam_size
-            ),
-            "cross_attention": self.cross_attention.project_memory(encoder_outputs),
-        }
+        return self.cross_attention.project_memory(encoder_outputs)
 
-    def call(
-        self,
-        inputs,
-        encoder_outputs=None,
-        encoder_padding_mask=None,
-        cache=None,
-        step=None,
-        training=None,
-    ):
-        if cache is None:
-            outputs = residual(
-                inputs,
-                lambda x: self.self_attention(x, use_causal_mask=True, training=training),
-                self.self_attention_norm,
-                self.output_dropout,
-                self.pre_norm,
-                training,
-            )
-            outputs, attention = residual(
-                outputs,
-                lambda x: self.cross_attention(
-                    x,
-                    encoder_outputs,
-                    attention_mask=encoder_padding_mask,
-                    training=training,
-                    return_attention_scores=True,
-                ),
-                self.cross_attention_norm,
-                self.output_dropout,
-                self.pre_norm,
-                training,
-            )
-        else:
-            outputs, self_attention_cache = residual(
-                inputs,
-                lambda x: self.self_attention(
-                    x, cache=cache["self_attention"], step=step, training=training
-                ),
-                self.self_attention_norm,
-                self.output_dropout,
-                self.pre_norm,
-                training,
-            )
-            outputs, _, attention = residual(
-                outputs,
-                lambda x: self.cross_attention(
-                    x,
-                    attention_mask=encoder_padding_mask,
-                    cache=cache["cross_attention"],
-                    training=training,
-                    return_attention_scores=True,
-                ),
-                self.cross_attention_norm,
-                self.output_dropout,
-                self.pre_norm,
-                training,
-            )
-            cache = {
-                "self_attention": self_attention_cache,
-                "cross_attention": cache["cross_attention"],
-            }
+    def call(self, inputs, encoder_outputs, encoder_padding_mask=None, training=None):
         outputs = residual(
-            outputs,
-            lambda x: self.ffn(x, training=training),
-            self.ffn_norm,
+            inputs,
+            lambda x: self.self_attention(x, use_causal_mask=True, training=training),
+            self.self_attention_norm,
             self.output_dropout,
             self.pre_norm,
             training,
         )
-        if cache is None:
-            return outputs, attention
-        return outputs, attention, cache
+        outputs, attention = residual(
+            outputs,
+            lambda x: self.cross_attention(
+                x,
+                encoder_outputs,
+                attention_mask=encoder_padding_mask,
+                training=training,
+                return_attention_scores=True,
+            ),
+            self.cross_attention_norm,
+            self.output_dropout,
+            self.pre_norm,
+            training,
+        )
+        return self._feed_forward(outputs, training), attention
+
+    def decode_step(self, inputs, step, cache, memory, encoder_padding_mask=None):
+        """Decodes one position per row (inference: no dropout).
+
+        Args:
+            inputs: `[B, D]` (or `[B, 1, D]`), the rows' inputs at position `step`.
+            step: int, the position of `inputs`: a scalar, or one per example of the
+                cache (see `RelativeMultiHeadAttention.call_with_cache`).
+            cache: this layer's self-attention cache (`kerasnmt.decoding.BeamSegmentCache`).
+            memory: the encoder keys and values from `project_memory`.
+            encoder_padding_mask: boolean `[B, S]`, True on real source positions.
+
+        Returns:
+            `(outputs, attention [B, num_heads, 1, S], new_cache)`, outputs shaped as
+            `inputs`.
+        """
+        outputs, cache = residual(
+            inputs,
+            lambda x: self.self_attention.call_with_cache(x, cache, step),
+            self.self_attention_norm,
+            self.output_dropout,
+            self.pre_norm,
+            False,
+        )
+        outputs, attention = residual(
+            outputs,
+            lambda x: self.cross_attention.call_with_memory(
+                x, memory, attention_mask=encoder_padding_mask),
+            self.cross_attention_norm,
+            self.output_dropout,
+            self.pre_norm,
+            False,
+        )
+        return self._feed_forward(outputs, False), attention, cache

@@ -133,8 +133,12 @@ class TransformerEncoderLayer(keras.layers.Layer):
             self.pre_norm,
             training,
         )
+        return self._feed_forward(outputs, training)
+
+    def _feed_forward(self, inputs, training):
+        """The feed-forward residual block, the last of every layer."""
         return residual(
-            outputs,
+            inputs,
             lambda x: self.ffn(x, training=training),
             self.ffn_norm,
             self.output_dropout,

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from kerasnmt.decoding.beam_segment_cache import BeamSegmentCache
 from kerasnmt.layers import RelativeMultiHeadAttention
 from tests.layer_test_helper import run_layer_test
 
@@ -100,24 +101,29 @@ def test_incremental_self_attention_equals_full_causal_attention():
     layer = RelativeMultiHeadAttention(num_heads=2, key_dim=3, maximum_relative_position=2)
     query = _random([3, 7, 6], 6)
     full = layer(query, use_causal_mask=True).numpy()
-    step_fn = tf.function(lambda q, c, s: layer(q, cache=c, step=s), jit_compile=True)
-    cache = layer.initial_cache(3, 9)
+    step_fn = tf.function(layer.call_with_cache, jit_compile=True)
+    cache = BeamSegmentCache.zeros(3, 9, beam_size=1, num_heads=2, key_dim=3)
     for step in range(7):
         outputs, cache = step_fn(query[:, step : step + 1], cache, tf.constant(step))
         np.testing.assert_allclose(outputs[:, 0], full[:, step], atol=1e-5)
-    # The cache [B, H, L, D] holds the keys of the 7 decoded positions and zeros after them.
-    assert cache["keys"].shape == (3, 2, 9, 3)
-    assert np.all(cache["keys"].numpy()[:, :, 7:] == 0)
-    assert np.all(np.abs(cache["keys"].numpy()[:, :, :7]).sum(axis=(1, 3)) > 0)
+    # The cache [B, H, 1 slot, L + 1 spare, D] holds the keys of the 7 decoded positions
+    # and zeros after them.
+    (keys,) = cache.keys
+    assert keys.shape == (3, 2, 1, 10, 3)
+    assert np.all(keys.numpy()[:, :, :, 7:] == 0)
+    assert np.all(np.abs(keys.numpy()[:, :, 0, :7]).sum(axis=(1, 3)) > 0)
 
 
 def test_memory_cache_equals_cross_attention():
     layer = RelativeMultiHeadAttention(num_heads=2, key_dim=2)
     query, value = _random([2, 1, 4], 7), _random([2, 5, 4], 8)
     mask = np.array([[1] * 5, [1] * 3 + [0] * 2], dtype=bool)
-    expected = layer(query, value, attention_mask=mask)
-    outputs, _ = layer(query, attention_mask=mask, cache=layer.project_memory(value))
+    expected, expected_weights = layer(query, value, attention_mask=mask,
+                                       return_attention_scores=True)
+    outputs, weights = layer.call_with_memory(query, layer.project_memory(value),
+                                              attention_mask=mask)
     np.testing.assert_allclose(outputs, expected, atol=1e-6)
+    np.testing.assert_allclose(weights, expected_weights, atol=1e-6)
 
 
 @pytest.mark.parametrize("kind", ["self-attention cache", "beam cache", "memory cache"])
@@ -133,14 +139,14 @@ def test_one_position_per_row_is_a_query_of_length_one(kind):
         memory_values = _random([2, 7, 6], 10)
         cache = layer.project_memory(memory_values)  # 2 rows an example
     elif kind == "beam cache":
-        cache = layer.initial_cache(2, 20, beam_size=2)
+        cache = BeamSegmentCache.zeros(2, 20, beam_size=2, num_heads=2, key_dim=3)
     else:
-        cache = layer.initial_cache(4, 20)
+        cache = BeamSegmentCache.zeros(4, 20, beam_size=1, num_heads=2, key_dim=3)
 
     def run(query, cache, step):
-        if memory:
-            return layer(query, cache=cache, return_attention_scores=True)
-        return layer(query, cache=cache, step=tf.constant(step))
+        if memory:  # (outputs, weights)
+            return layer.call_with_memory(query, cache)
+        return layer.call_with_cache(query, cache, tf.constant(step))  # (outputs, cache)
 
     for step in range(5):
         expected = run(inputs[step][:, np.newaxis], cache, step)
@@ -152,8 +158,9 @@ def test_one_position_per_row_is_a_query_of_length_one(kind):
         if memory:  # the weights of each row over its example's memory
             _, weights = layer(inputs[step][:, np.newaxis], np.repeat(memory_values, 2, axis=0),
                                return_attention_scores=True)
-            np.testing.assert_allclose(outputs[2], weights, atol=1e-6)
-        cache = expected[1]
+            np.testing.assert_allclose(outputs[1], weights, atol=1e-6)
+        else:
+            cache = expected[1]
 
 
 def test_one_position_per_row_needs_a_cache():
@@ -166,6 +173,10 @@ def test_relative_positions_refuse_cross_attention():
     layer = RelativeMultiHeadAttention(num_heads=1, key_dim=2, maximum_relative_position=2)
     with pytest.raises(ValueError, match="only apply to self-attention"):
         layer(_random([1, 2, 2], 0), _random([1, 3, 2], 1))
+    memory = RelativeMultiHeadAttention(num_heads=1, key_dim=2).project_memory(
+        _random([1, 3, 2], 1))
+    with pytest.raises(ValueError, match="only apply to self-attention"):
+        layer.call_with_memory(_random([1, 2], 0), memory)
 
 
 def test_run_layer_test_self_attention():
@@ -188,126 +199,28 @@ def test_run_layer_test_cross_attention():
     )
 
 
-def _grow_hypotheses_from_random_parents(layer, step_fn, cache, inputs, hypotheses, rng,
-                                        first_step):
-    """Decodes `inputs` `[steps, batch * beam, 1, features]` from `first_step` on as a beam
-    search does: before each step but the first, every row continues the hypothesis of a
-    random parent of its example (only the cache's history is reordered). Each row's
-    output must equal the full causal attention over its own hypothesis' inputs
-    (`hypotheses`: the inputs each row holds before `first_step`)."""
-    batch, beam, steps = cache["history"].shape
-    for step in range(first_step, steps):
-        if step:
-            rows = np.arange(batch * beam) // beam * beam + rng.integers(0, beam, batch * beam)
-            hypotheses = [list(hypotheses[row]) for row in rows]
-            history = tf.gather(tf.reshape(cache["history"], [batch * beam, steps]), rows)
-            cache = dict(cache, history=tf.reshape(history, [batch, beam, steps]))
-        for row, hypothesis in enumerate(hypotheses):
-            hypothesis.append(inputs[step, row, 0])
-        outputs, cache = step_fn(inputs[step], cache, tf.constant(step))
-        for row, hypothesis in enumerate(hypotheses):
-            full = layer(np.array(hypothesis)[np.newaxis], use_causal_mask=True)
-            np.testing.assert_allclose(outputs[row, 0], full[0, -1], atol=1e-5)
-
-
-@pytest.mark.parametrize("steps, segment_sizes", [(5, [6]), (40, [17, 17, 9])])
-def test_beam_cache_reads_each_hypothesis_through_its_history(steps, segment_sizes):
-    """Hypotheses change rows at every step (random parents inside each example), as in a
-    beam search: only the history is reordered, never the keys and values, and each row
-    still gets the full causal attention over its own hypothesis' inputs, also once its
-    positions span the cache's segments [0, 16), [16, 32) and [32, 40) (each with its
-    spare entry)."""
-    layer = RelativeMultiHeadAttention(num_heads=2, key_dim=3, maximum_relative_position=2)
-    batch, beam = 2, 3
-    rng = np.random.default_rng(0)
-    inputs = rng.normal(size=[steps, batch * beam, 1, 6]).astype(np.float32)
-    cache = layer.initial_cache(batch, steps, beam_size=beam)
-    assert [segment.shape for segment in cache["keys"]] == [
-        (batch, 2, beam, size, 3) for size in segment_sizes
-    ]
-    step_fn = tf.function(lambda q, c, s: layer(q, cache=c, step=s), jit_compile=True)
-    _grow_hypotheses_from_random_parents(
-        layer, step_fn, cache, inputs, [[] for _ in range(batch * beam)], rng, first_step=0
-    )
-
-
-def test_beam_cache_first_step_once_per_example():
-    """The first step of a beam search, one query row per example with the history of one
-    hypothesis (`history[:, :1]`): each row's keys and values go to every slot of its
-    example, and the hypotheses that then grow from it in different slots (random parents,
-    two segments) each get the full causal attention over their own inputs, the first one
-    the example's."""
-    layer = RelativeMultiHeadAttention(num_heads=2, key_dim=3, maximum_relative_position=2)
-    batch, beam, steps = 2, 3, 20
-    rng = np.random.default_rng(2)
-    inputs = rng.normal(size=[steps, batch * beam, 1, 6]).astype(np.float32)
-    cache = layer.initial_cache(batch, steps, beam_size=beam)
-    step_fn = tf.function(lambda q, c, s: layer(q, cache=c, step=s), jit_compile=True)
-    first = inputs[0, ::beam]
-    outputs, narrow = step_fn(first, dict(cache, history=cache["history"][:, :1]),
-                              tf.constant(0))
-    assert narrow["history"].shape == (batch, 1, steps)
-    for b in range(batch):
-        full = layer(first[b][np.newaxis], use_causal_mask=True)
-        np.testing.assert_allclose(outputs[b, 0], full[0, -1], atol=1e-5)
-        for key in ("keys", "values"):
-            for slot in range(1, beam):  # the same entry in every slot
-                np.testing.assert_array_equal(narrow[key][0][b, :, slot, 0],
-                                              narrow[key][0][b, :, 0, 0])
-    cache = dict(narrow, history=tf.repeat(narrow["history"], beam, axis=1))
-    hypotheses = [[first[row // beam, 0]] for row in range(batch * beam)]
-    _grow_hypotheses_from_random_parents(
-        layer, step_fn, cache, inputs, hypotheses, rng, first_step=1
-    )
-
-
-def test_a_step_known_when_tracing_reads_only_the_segments_it_reaches():
-    """At a step known when tracing (a search's first step, 0) the later segments of a
-    beam cache are left out of the graph, where a step given when the graph runs reads
-    each of them under a `tf.cond`; the outputs are the same."""
-    layer = RelativeMultiHeadAttention(num_heads=2, key_dim=3, maximum_relative_position=2)
-    cache = layer.initial_cache(2, 40, beam_size=3)  # segments [0, 16), [16, 32), [32, 40)
-    query = np.random.default_rng(4).normal(size=[6, 1, 6]).astype(np.float32)
-    known = tf.function(lambda q: layer(q, cache=cache, step=tf.constant(0)))
-    given = tf.function(lambda q, s: layer(q, cache=cache, step=s))
-
-    def conds(function, *args):
-        operations = function.get_concrete_function(*args).graph.get_operations()
-        return sum(op.type in ("If", "StatelessIf") for op in operations)
-
-    assert conds(known, query) == 0
-    assert conds(given, query, tf.constant(0)) == 4  # 2 later segments: logits, values
-    outputs, new_cache = known(query)
-    expected, expected_cache = given(query, tf.constant(0))
-    np.testing.assert_allclose(outputs, expected, atol=1e-6)
-    for key in ("keys", "values"):
-        for segment, expected_segment in zip(new_cache[key], expected_cache[key]):
-            np.testing.assert_array_equal(segment, expected_segment)
-
-
-@pytest.mark.parametrize("beam, length", [(None, 6), (2, 6), (2, 21)])
+@pytest.mark.parametrize("beam, length", [(1, 6), (2, 6), (2, 21)])
 def test_each_example_of_the_cache_at_its_own_step(beam, length):
     """Examples that start decoding at different steps (`step` `[B]`, as a decoding slot
     that takes a new sentence restarts at 0 over its previous entries): each row gets the
-    full causal attention over its own example's inputs since its start, with plain
-    caches and with beam caches (the hypotheses of an example share its step; with 21
+    full causal attention over its own example's inputs since its start, with one
+    hypothesis per example and with beams (the hypotheses of an example share its step; with 21
     steps, the first example reads the second segment of the cache while the last one
     restarts in the first, over its older example's entries in both)."""
     layer = RelativeMultiHeadAttention(num_heads=2, key_dim=3, maximum_relative_position=2)
     batch = 3
-    rows_per_example = beam or 1
     rng = np.random.default_rng(1)
     # The step at which each example restarts from 0 (the last one, with 21 steps, after
     # its older example has written positions 16 and 17).
     starts = np.array([0, 2, 3 if length < 20 else 18])
-    inputs = rng.normal(size=[length, batch * rows_per_example, 1, 6]).astype(np.float32)
-    cache = layer.initial_cache(batch, length, beam_size=beam)
-    step_fn = tf.function(lambda q, c, s: layer(q, cache=c, step=s), jit_compile=True)
+    inputs = rng.normal(size=[length, batch * beam, 1, 6]).astype(np.float32)
+    cache = BeamSegmentCache.zeros(batch, length, beam, num_heads=2, key_dim=3)
+    step_fn = tf.function(layer.call_with_cache, jit_compile=True)
     for t in range(length):
         steps = np.where(t >= starts, t - starts, t)  # before its start: an older example
         outputs, cache = step_fn(inputs[t], cache, tf.constant(steps, tf.int32))
-        for row in range(batch * rows_per_example):
-            first = starts[row // rows_per_example] if t >= starts[row // rows_per_example] else 0
+        for row in range(batch * beam):
+            first = starts[row // beam] if t >= starts[row // beam] else 0
             own_inputs = inputs[first:t + 1, row, 0][np.newaxis]
             full = layer(own_inputs, use_causal_mask=True)
             np.testing.assert_allclose(outputs[row, 0], full[0, -1], atol=1e-5)

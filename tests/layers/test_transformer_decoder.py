@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from kerasnmt.decoding import BeamSegmentCache
 from kerasnmt.layers import TransformerDecoder, TransformerEncoder
 from tests.layer_test_helper import run_layer_test
 
@@ -45,26 +46,30 @@ def test_cached_decoding_equals_teacher_forcing(maximum_relative_position, pre_n
     encoder_outputs = encoder(sources, mask)
     full_outputs, full_attention = decoder(targets, encoder_outputs, mask)
     decode_step = tf.function(decoder.decode_step, jit_compile=True)
-    cache = decoder.initial_cache(encoder_outputs, max_length=9)
+    caches = BeamSegmentCache.for_decoder(decoder, batch_size=3, max_length=9)
+    memories = decoder.project_memory(encoder_outputs)
     for step in range(targets.shape[1]):
-        outputs, attention, cache = decode_step(targets[:, step], tf.constant(step), cache, mask)
+        outputs, attention, caches = decode_step(targets[:, step], tf.constant(step), caches,
+                                                 memories, mask)
         np.testing.assert_allclose(outputs, full_outputs[:, step], atol=1e-5)
         np.testing.assert_allclose(attention, full_attention[:, step], atol=1e-5)
 
 
 def test_cache_is_batch_major_and_reorderable():
-    """Reordering the cache with tf.gather on axis 0 reorders the next step's outputs."""
+    """Reordering the caches and memories with tf.gather on axis 0 reorders the next step's
+    outputs."""
     decoder = TransformerDecoder(num_layers=1, num_units=8, num_heads=2, ffn_inner_dim=16,
                                  maximum_relative_position=3)
     targets, encoder_outputs, mask = _inputs()
-    cache = decoder.initial_cache(encoder_outputs, max_length=4)
-    for tensor in tf.nest.flatten(cache):
+    caches = BeamSegmentCache.for_decoder(decoder, batch_size=3, max_length=4)
+    memories = decoder.project_memory(encoder_outputs)
+    for tensor in tf.nest.flatten((caches, memories)):
         assert tensor.shape[0] == 3
-    _, _, cache = decoder.decode_step(targets[:, 0], 0, cache, mask)
+    _, _, caches = decoder.decode_step(targets[:, 0], 0, caches, memories, mask)
     order = [2, 0, 1]
-    reordered = tf.nest.map_structure(lambda t: tf.gather(t, order), cache)
-    expected, _, _ = decoder.decode_step(targets[:, 1], 1, cache, mask)
-    outputs, _, _ = decoder.decode_step(tf.gather(targets[:, 1], order), 1, reordered,
+    reordered = tf.nest.map_structure(lambda t: tf.gather(t, order), (caches, memories))
+    expected, _, _ = decoder.decode_step(targets[:, 1], 1, caches, memories, mask)
+    outputs, _, _ = decoder.decode_step(tf.gather(targets[:, 1], order), 1, *reordered,
                                         tf.gather(mask, order))
     np.testing.assert_allclose(outputs, tf.gather(expected, order), atol=1e-6)
 

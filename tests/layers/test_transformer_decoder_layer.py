@@ -1,6 +1,7 @@
 import numpy as np
 import tensorflow as tf
 
+from kerasnmt.decoding import BeamSegmentCache
 from kerasnmt.layers import TransformerDecoderLayer
 from tests.layer_test_helper import run_layer_test
 
@@ -32,10 +33,11 @@ def test_cached_steps_equal_full_call():
     layer = TransformerDecoderLayer(**INIT)
     targets, encoder_outputs, mask = _inputs()
     full_outputs, full_attention = layer(targets, encoder_outputs, mask)
-    cache = layer.initial_cache(encoder_outputs, max_length=6)
+    cache = BeamSegmentCache.zeros(2, 6, beam_size=1, num_heads=2, key_dim=4)
+    memory = layer.project_memory(encoder_outputs)
     for step in range(4):
-        outputs, attention, cache = layer(
-            targets[:, step : step + 1], encoder_padding_mask=mask, cache=cache, step=step
+        outputs, attention, cache = layer.decode_step(
+            targets[:, step : step + 1], step, cache, memory, encoder_padding_mask=mask
         )
         np.testing.assert_allclose(outputs[:, 0], full_outputs[:, step], atol=1e-5)
         np.testing.assert_allclose(attention[:, :, 0], full_attention[:, :, step], atol=1e-6)
