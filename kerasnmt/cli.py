@@ -15,22 +15,33 @@ import inspect
 import os
 import signal
 import sys
-import time
 
 import numpy as np
-import sentencepiece
 import tensorflow as tf
 
 from kerasnmt.config import ConfigError, load_config
-from kerasnmt.export.formats import ALL_QUANTIZATIONS, EXPORT_FORMATS, FORMAT_OPTIONS
 from kerasnmt.data.pipeline_errors import corpus_error
 from kerasnmt.data.result_file import check_result_path, result_file
-from kerasnmt.data.sentencepiece_trainer import MODEL_TYPES, train_sentencepiece
-from kerasnmt.data.shards import write_shards
+from kerasnmt.data.sentencepiece_trainer import MODEL_TYPES
 from kerasnmt.data.text_files import ERROR_POLICIES
-from kerasnmt.data.vocabulary import load_vocabulary, save_vocabulary
-from kerasnmt.data.vocabulary_builder import DEFAULT_TOLERANCE, build_vocabulary
-from kerasnmt.evaluation import BLEU_TOKENIZERS, check_moses_language, score_files
+from kerasnmt.evaluation import BLEU_TOKENIZERS, check_moses_language
+from kerasnmt.export.formats import ALL_QUANTIZATIONS, EXPORT_FORMATS
+from kerasnmt.runner.average import average_checkpoints as average_checkpoints_command
+from kerasnmt.runner.build_shortlist import build_shortlist as build_shortlist_command
+from kerasnmt.runner.build_vocab import build_vocab as build_vocab_command
+from kerasnmt.runner.check_vocab import check_vocab as check_vocab_command
+from kerasnmt.runner.decoding_model import (
+    check_model_arguments,
+    check_n_best,
+    decoding_sampler,
+    load_model_for_decoding,
+)
+from kerasnmt.runner.evaluate import evaluate as evaluate_command
+from kerasnmt.runner.export import export as export_command
+from kerasnmt.runner.option_error import OptionError
+from kerasnmt.runner.prepare import prepare as prepare_command
+from kerasnmt.runner import run_model
+from kerasnmt.runner.run_model import TRANSLATION_BATCH_SIZE, decoding_options
 
 PROGRAM = "kerasnmt"
 BAD_INPUT_STATUS = 2
@@ -42,6 +53,21 @@ def subcommand(add_arguments):
     """Registers a subcommand builder `add_arguments(parser) -> run(args)`."""
     _SUBCOMMANDS.append(add_arguments)
     return add_arguments
+
+
+def _runner_call(parser, function):
+    """`run(args)`: calls the runner's `function` with the parsed options as its keyword
+    arguments; an `OptionError` is a usage error of `parser`."""
+
+    def run(args):
+        options = {name: value for name, value in vars(args).items()
+                   if name not in ("run", "subcommand")}
+        try:
+            function(**options)
+        except OptionError as error:
+            parser.error(str(error))
+
+    return run
 
 
 def positive_int(text):
@@ -167,98 +193,7 @@ def build_vocab(parser):
         "and line, 'replace' reads them as U+FFFD (default: %(default)s)",
     )
 
-    def run(args):
-        if args.sentencepiece:
-            if args.size is None:
-                parser.error("--sentencepiece needs --size")
-            if args.min_frequency != 1:
-                parser.error("--min-frequency does not apply to --sentencepiece")
-            if args.target_size is not None or args.tolerance is not None:
-                parser.error("--target-size and --tolerance do not apply to --sentencepiece")
-            options = {
-                "sentencepiece": sentencepiece.__version__,
-                "size": args.size,
-                "size_multiple": args.size_multiple,
-                "file_byte_budget": (1e6 if args.file_byte_budget is None
-                                     else args.file_byte_budget),
-                "model_type": args.model_type or "unigram",
-                "character_coverage": (1.0 if args.character_coverage is None
-                                       else args.character_coverage),
-                "byte_fallback": not args.no_byte_fallback,
-                "utf8_errors": args.utf8_errors,
-            }
-            outputs = [f"{args.output}.model", f"{args.output}.vocab"]
-
-            def build():
-                return train_sentencepiece(
-                    args.files, args.output, args.size,
-                    file_byte_budget=options["file_byte_budget"],
-                    model_type=options["model_type"],
-                    character_coverage=options["character_coverage"],
-                    size_multiple=args.size_multiple, errors=args.utf8_errors,
-                    byte_fallback=options["byte_fallback"],
-                )
-
-            return _get_or_build_vocabulary(args, options, outputs, build)
-        for option in ("file_byte_budget", "model_type", "character_coverage"):
-            if getattr(args, option) is not None:
-                parser.error(f"--{option.replace('_', '-')} needs --sentencepiece")
-        if args.no_byte_fallback:
-            parser.error("--no-byte-fallback needs --sentencepiece")
-        if args.tolerance is not None and args.target_size is None:
-            parser.error("--tolerance needs --target-size")
-        if args.target_size is not None and (args.size is not None or args.min_frequency != 1):
-            parser.error("--target-size chooses the minimum frequency: give no --size or "
-                         "--min-frequency with it")
-        if args.tolerance is not None and not args.tolerance >= 0:
-            parser.error(f"--tolerance must be a percentage of at least 0, not {args.tolerance}")
-        tolerance = DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance
-        options = {
-            "size": args.size,
-            "min_frequency": args.min_frequency,
-            "size_multiple": args.size_multiple,
-            "target_size": args.target_size,
-            "tolerance": tolerance if args.target_size is not None else None,
-            "utf8_errors": args.utf8_errors,
-        }
-
-        def build():
-            vocabulary = build_vocabulary(
-                args.files, size=args.size, min_frequency=args.min_frequency,
-                size_multiple=args.size_multiple, errors=args.utf8_errors,
-                target_size=args.target_size, tolerance=tolerance,
-            )
-            save_vocabulary(vocabulary, args.output)
-            return vocabulary
-
-        return _get_or_build_vocabulary(args, options, [args.output], build)
-
-    return run
-
-
-def _get_or_build_vocabulary(args, options, outputs, build):
-    """Tensor2Tensor's get-or-generate: says so in one line and returns when `outputs` were
-    built from the same inputs and options (`kerasnmt.data.vocabulary_record`), else builds
-    them (saying why when a record disagrees) and records how."""
-    from kerasnmt.data.vocabulary_record import (
-        describe_inputs,
-        record_path,
-        stale_reason,
-        write_record,
-    )
-
-    inputs = describe_inputs(args.files)
-    reason = None if args.force else stale_reason(args.output, inputs, options, outputs)
-    names = " and ".join(outputs)
-    if reason is None and not args.force:
-        print(f"{names} up to date: built from the same files and options "
-              f"({record_path(args.output)}); --force builds again")
-        return
-    if reason is not None and os.path.exists(record_path(args.output)):
-        print(f"building {names} again: {reason}")
-    vocabulary = build()
-    write_record(args.output, inputs, options, outputs)
-    print(f"wrote {names} ({len(vocabulary)} entries)")
+    return _runner_call(parser, build_vocab_command)
 
 
 @subcommand
@@ -271,13 +206,7 @@ def check_vocab(parser):
     """
     parser.add_argument("files", nargs="+", metavar="FILE", help="vocabulary files")
 
-    def run(args):
-        for path in args.files:
-            tokens = load_vocabulary(path)
-            print(f"{path}: {len(tokens)} entries, {len(tokens) + 1} ids with the "
-                  "unknown token")
-
-    return run
+    return _runner_call(parser, check_vocab_command)
 
 
 @subcommand
@@ -310,13 +239,7 @@ def evaluate(parser):
         "lowercased BLEU, as the Moses scripts' -l (default: %(default)s)",
     )
 
-    def run(args):
-        print(score_files(
-            args.hypotheses, args.references, lowercase=args.lowercase, tokenize=args.tokenize,
-            language=args.language,
-        ))
-
-    return run
+    return _runner_call(parser, evaluate_command)
 
 
 @subcommand
@@ -379,46 +302,7 @@ def prepare(parser):
         "process is always shown)",
     )
 
-    def run(args):
-        given = [name for name in ("source_vocabulary", "target_vocabulary",
-                                   "source_sentencepiece", "target_sentencepiece")
-                 if getattr(args, name) is not None]
-        from kerasnmt.training_run import MODEL_KEYS, build_preprocessor, preprocessor_of
-
-        if args.config is not None:
-            if given:
-                raise ValueError(f"--config takes the preprocessing from {args.config}: give no "
-                                 + ", ".join("--" + name.replace("_", "-") for name in given))
-            preprocessor = build_preprocessor(load_config(args.config, required=MODEL_KEYS))
-        else:
-            if args.source_vocabulary is None or args.target_vocabulary is None:
-                raise ValueError("give --source-vocabulary and --target-vocabulary, or --config")
-            preprocessor = preprocessor_of(
-                args.source_vocabulary, args.target_vocabulary,
-                args.source_sentencepiece, args.target_sentencepiece,
-            )
-        from kerasnmt.data.progress import WriterProgress
-
-        started = time.monotonic()
-        job_totals = []
-
-        def progress(totals):
-            job_totals.extend(totals)
-            return WriterProgress(totals, sys.stderr, every=args.progress_every)
-
-        index = write_shards(
-            args.source, args.target, preprocessor, args.output_dir, name=args.name,
-            alignment_file=args.alignments, num_shards=args.num_shards,
-            num_processes=args.num_processes, seed=None if args.no_shuffle else args.seed,
-            progress=progress,
-        )
-        seconds = time.monotonic() - started
-        examples = sum(job_totals)
-        print(f"wrote {args.num_shards} shards and {index}: {examples} examples in "
-              f"{seconds:.1f} s ({examples / max(seconds, 1e-9):.0f} examples/s, "
-              f"{len(job_totals)} process{'es' * (len(job_totals) != 1)})")
-
-    return run
+    return _runner_call(parser, prepare_command)
 
 
 @subcommand
@@ -462,13 +346,14 @@ def train(parser):
     )
 
     def run(args):
+        from kerasnmt.runner import training_run
+        from kerasnmt.runner.training_run import TRAINING_KEYS
         from kerasnmt.training import NonFiniteLossError
         from kerasnmt.training.distribution import WorkerLostError
-        from kerasnmt.training_run import TRAINING_KEYS, train as train_run
 
         config = load_config(args.config, required=TRAINING_KEYS)
         try:
-            result = train_run(config, time_limit=args.time_limit, verbose=args.verbose)
+            result = training_run.train(config, time_limit=args.time_limit, verbose=args.verbose)
         except (NonFiniteLossError, WorkerLostError) as error:
             print(f"{PROGRAM} train: error: {error}", file=sys.stderr)
             return 1
@@ -501,16 +386,7 @@ def average_checkpoints(parser):
     )
     parser.add_argument("--output", metavar="DIR", help="where to write (default: MODEL_DIR/avg)")
 
-    def run(args):
-        from kerasnmt.training_run import MODEL_KEYS, average_run_checkpoints
-
-        if args.output and os.path.exists(args.output) and not os.path.isdir(args.output):
-            raise ValueError(f"--output {args.output} is a file: average-checkpoints writes "
-                             "a checkpoint directory")
-        config = load_config(args.config, required=("model_dir",) + MODEL_KEYS)
-        average_run_checkpoints(config, max_count=args.max_count, output_dir=args.output)
-
-    return run
+    return _runner_call(parser, average_checkpoints_command)
 
 
 @subcommand
@@ -547,72 +423,7 @@ def build_shortlist(parser):
         help="EM iterations of IBM Model 1 (default: %(default)s)",
     )
 
-    def run(args):
-        from kerasnmt.data.lexical_shortlist import LexicalShortlist, corpus_ids
-        from kerasnmt.training_run import MODEL_KEYS, build_preprocessor
-
-        config = load_config(args.config, required=MODEL_KEYS + ("data.train_features_file",))
-        preprocessor = build_preprocessor(config)
-        data = config["data"]
-        sources, targets = corpus_ids(
-            data["train_features_file"], data["train_labels_file"], preprocessor
-        )
-        shortlist = LexicalShortlist.estimate(
-            sources, targets, per_source=args.per_source, frequent=args.frequent,
-            minimum_probability=args.minimum_probability, iterations=args.iterations,
-        )
-        shortlist.save(args.output, preprocessor.source_vocabulary,
-                       preprocessor.target_vocabulary)
-        print(f"{len(sources)} sentence pairs: {len(shortlist.candidates)} source tokens, "
-              f"{sum(map(len, shortlist.candidates.values()))} translations, "
-              f"{len(shortlist.always)} target tokens always allowed; wrote {args.output}")
-
-    return run
-
-
-def _load_model_for_decoding(args):
-    """The `Translator` (and configuration, or None) that --config/--checkpoint or
-    --model name, in float32 whatever precision it trained in (as its export decodes:
-    `kerasnmt.decoding.precision`)."""
-    from kerasnmt.decoding import float32_translator
-    from kerasnmt.training_run import MODEL_KEYS, restore_translator
-
-    config = load_config(args.config, required=MODEL_KEYS) if args.config else None
-    if args.model:
-        import keras
-
-        if not os.path.isfile(args.model):
-            raise OSError(f"{args.model}: no such file")
-        translator = keras.saving.load_model(args.model, compile=False)
-        print(f"Loaded {args.model}", file=sys.stderr)
-    else:
-        translator, checkpoint = restore_translator(config, args.checkpoint)
-        print(f"Restored {checkpoint}", file=sys.stderr)
-    return float32_translator(translator), config
-
-
-def _sampler(config, n_best, early_exit=False):
-    from kerasnmt.decoding import BeamSampler
-    from kerasnmt.training_run import build_sampler
-
-    if config is None:
-        return BeamSampler(n_best=n_best, early_exit=early_exit)
-    sampler = build_sampler(config, n_best=n_best)
-    if early_exit:
-        sampler = BeamSampler.from_config(dict(sampler.get_config(), early_exit=True))
-    return sampler
-
-
-def _check_n_best(n_best, config):
-    """Refuses an `--n-best` that the configuration's beam cannot give."""
-    from kerasnmt.decoding.option_rules import decoding_option_problems
-
-    if n_best and config:
-        problems = decoding_option_problems(
-            {"n_best": n_best, "beam_size": config["params"]["beam_width"]},
-            {"n_best": "--n-best", "beam_size": "params.beam_width"})
-        if problems:
-            raise ValueError(problems["n_best"])
+    return _runner_call(parser, build_shortlist_command)
 
 
 def _add_early_exit_argument(parser):
@@ -657,13 +468,6 @@ def _add_no_xla_argument(parser):
     parser.add_argument(
         "--no-xla", action="store_true", help="do not compile the decoding with XLA"
     )
-
-
-def _check_model_arguments(parser, args):
-    if not args.config and not args.model:
-        parser.error("give --config (a trained run) or --model (a .keras file)")
-    if args.checkpoint and (args.model or not args.config):
-        parser.error("--checkpoint goes with --config, not with --model")
 
 
 @subcommand
@@ -746,75 +550,7 @@ def export(parser):
         "when the model is loaded)",
     )
 
-    def run(args):
-        from kerasnmt.export import export_translator, next_version_path, quantize_dense_layers
-        from kerasnmt.training_run import build_shortlist
-
-        _check_model_arguments(parser, args)
-        export_format = EXPORT_FORMATS[args.format]
-        refusals = export_format.refusals({option: getattr(args, option)
-                                           for option in FORMAT_OPTIONS})
-        refusals.append(export_format.quantization_refusal(args.quantization))
-        if any(refusals):
-            parser.error("; ".join(filter(None, refusals)))
-        if args.format == "ctranslate2":
-            return _export_ctranslate2(parser, args)
-        translator, config = _load_model_for_decoding(args)
-        if args.quantization:
-            quantize_dense_layers(translator, args.quantization)
-        _check_n_best(args.n_best, config)
-        options, n_best = _export_options(args, config)
-        path = next_version_path(args.output) if args.next_version else args.output
-        export_translator(
-            translator, path, sampler=_sampler(config, n_best, args.early_exit),
-            with_alignments=args.with_alignments, jit_compile=not args.no_xla,
-            shortlist=build_shortlist(config, translator.preprocessor, args.shortlist),
-            warmup=not args.no_warmup,
-            **options,
-        )
-        print(f"Exported to {path}")
-
-    return run
-
-
-def _export_options(args, config):
-    """The options both export formats take from the configuration (or None) and the
-    command line, and the number of hypotheses."""
-    from kerasnmt.export import DEFAULT_MAXIMUM_SOURCE_LENGTH
-    from kerasnmt.training_run import decoding_options
-
-    options = decoding_options(config) if config is not None else {}
-    if args.maximum_source_length:
-        options["maximum_source_length"] = args.maximum_source_length
-    options.setdefault("maximum_source_length", DEFAULT_MAXIMUM_SOURCE_LENGTH)
-    options["replace_unknown_target"] = bool(
-        config and config["params"]["replace_unknown_target"])
-    n_best = args.n_best or (config["params"]["num_hypotheses"] if config else 1)
-    return options, n_best
-
-
-def _export_ctranslate2(parser, args):
-    """`kerasnmt export --format ctranslate2`: the checks that need no model first."""
-    from kerasnmt.export.ctranslate2 import check_output, export_ctranslate2
-
-    try:
-        import ctranslate2  # noqa: F401 (checked before the model is read)
-    except ImportError:
-        parser.error("--format ctranslate2 needs the ctranslate2 package: pip install "
-                     "'kerasnmt[ctranslate2]'")
-    check_output(args.output, args.force)
-    translator, config = _load_model_for_decoding(args)
-    _check_n_best(args.n_best, config)
-    if config is not None and config["params"]["shortlist"]:
-        raise ValueError(
-            "params.shortlist cannot be exported to CTranslate2 (its vocabulary maps decode "
-            "over other target tokens, see docs/ctranslate2.md): remove it from the "
-            "configuration to export the model without it"
-        )
-    options, n_best = _export_options(args, config)
-    export_ctranslate2(translator, args.output, quantization=args.quantization,
-                       sampler=_sampler(config, n_best), force=args.force, **options)
-    print(f"Exported to {args.output}")
+    return _runner_call(parser, export_command)
 
 
 def _read_sentences(path):
@@ -889,15 +625,13 @@ class _CheckpointTranslator:
     def __init__(self, translator, config, n_best, batch_size, early_exit, jit_compile,
                  shortlist):
         self.translator = translator
-        self.sampler = _sampler(config, max(n_best, config["params"]["num_hypotheses"])
+        self.sampler = decoding_sampler(config, max(n_best, config["params"]["num_hypotheses"])
                                 if config else n_best, early_exit)
         self.n_best = n_best
         self.batch_size = batch_size
         self.replace_unknown_target = bool(config and config["params"]["replace_unknown_target"])
         self.shortlist = shortlist
         self.jit_compile = jit_compile
-        from kerasnmt.training_run import decoding_options
-
         # Sources cut as the export of this configuration cuts them.
         self.options = decoding_options(config) if config else {}
 
@@ -993,8 +727,6 @@ def translate(parser):
     _add_no_xla_argument(parser)
 
     def run(args):
-        from kerasnmt.training_run import TRANSLATION_BATCH_SIZE
-
         fixed_at_export = {"--early-exit": args.early_exit, "--shortlist": args.shortlist,
                            "--no-xla": args.no_xla}
         for option, given in fixed_at_export.items():
@@ -1003,10 +735,14 @@ def translate(parser):
         if args.saved_model and (args.config or args.model or args.checkpoint):
             parser.error("--saved-model goes alone, without --config, --checkpoint or --model")
         if not args.saved_model:
-            _check_model_arguments(parser, args)
+            try:
+                check_model_arguments(args.config, args.checkpoint, args.model)
+            except OptionError as error:
+                parser.error(str(error))
         if args.output:
             check_result_path(args.output, [args.input])
-        translator, config = (None, None) if args.saved_model else _load_model_for_decoding(args)
+        translator, config = (None, None) if args.saved_model else load_model_for_decoding(
+            args.config, args.checkpoint, args.model)
         infer = config["infer"] if config else {}
         n_best = args.n_best or infer.get("n_best", 1)
         with_scores = args.with_scores or infer.get("with_scores", False)
@@ -1016,12 +752,11 @@ def translate(parser):
             translate_batch = _SavedModelTranslator(args.saved_model, n_best,
                                                     bool(with_alignments))
         else:
-            _check_n_best(args.n_best, config)
-            from kerasnmt.training_run import build_shortlist
+            check_n_best(args.n_best, config)
 
             translate_batch = _CheckpointTranslator(
                 translator, config, n_best, batch_size, args.early_exit, not args.no_xla,
-                build_shortlist(config, translator.preprocessor, args.shortlist),
+                run_model.build_shortlist(config, translator.preprocessor, args.shortlist),
             )
         sentences = _read_sentences(args.input)
         unknown = None if args.saved_model else _unknown_source_tokens(translator, sentences)

@@ -22,7 +22,9 @@ from kerasnmt.export import quantize_dense_layers
 from kerasnmt.decoding import BeamSampler
 from kerasnmt.models import Translator
 from kerasnmt.export.serving_warmup import WARMUP_FILE
-from kerasnmt.training_run import TRAINING_KEYS, build_sampler, restore_translator, train
+from kerasnmt.runner.run_checkpoints import restore_translator
+from kerasnmt.runner.run_model import build_sampler
+from kerasnmt.runner.training_run import TRAINING_KEYS, train
 from tests.models.translator_fixtures import forbid_outside, tiny_translator
 from tests.run_fixtures import tiny_run, write_config, write_corpus
 

@@ -17,20 +17,16 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from kerasnmt import cli, training_run
+from kerasnmt import cli
+from kerasnmt.runner import training_run
 from kerasnmt.config import default_config, load_config
 from kerasnmt.evaluation import score_translations
 from kerasnmt.models import Translator
 from kerasnmt.training import NonFiniteLossError, Perplexity
 from kerasnmt.training.readable_checkpoint import checkpoint_damage
-from kerasnmt.training_run import (
-    TRAINING_KEYS,
-    _TrainingSummaries,
-    build_sampler,
-    early_stop,
-    restore_translator,
-    train,
-)
+from kerasnmt.runner.run_checkpoints import restore_translator
+from kerasnmt.runner.run_model import build_sampler
+from kerasnmt.runner.training_run import TRAINING_KEYS, _TrainingSummaries, early_stop, train
 from tests.run_fixtures import checkpoint_weights, tiny_run, write_config, write_corpus
 
 # Long tests (training, exports, decoding): run first (tests/conftest.py).

@@ -1,0 +1,34 @@
+"""What each `kerasnmt` command does, as library calls with the command's options as
+keyword arguments (`kerasnmt SUBCOMMAND --help` says what each does).
+
+`kerasnmt/cli.py` only parses the command line into these arguments and reports errors.
+A function refuses its outputs before it starts work, and raises `OptionError` (a
+`ValueError`) for options that do not go together, `ValueError` or `OSError` for bad
+input, each with a one-line message naming the file, line or key.
+
+The pieces of a run (`run_model`, `run_dataset`, `run_optimizer`, `run_checkpoints`)
+build each part of a training run from its configuration; `training_run.train` runs it.
+"""
+
+from kerasnmt.runner.average import average_checkpoints
+from kerasnmt.runner.build_shortlist import build_shortlist
+from kerasnmt.runner.build_vocab import build_vocab
+from kerasnmt.runner.check_vocab import check_vocab
+from kerasnmt.runner.evaluate import evaluate
+from kerasnmt.runner.export import export
+from kerasnmt.runner.option_error import OptionError
+from kerasnmt.runner.prepare import prepare
+from kerasnmt.runner.training_run import TrainingResult, train
+
+__all__ = [
+    "OptionError",
+    "TrainingResult",
+    "average_checkpoints",
+    "build_shortlist",
+    "build_vocab",
+    "check_vocab",
+    "evaluate",
+    "export",
+    "prepare",
+    "train",
+]
