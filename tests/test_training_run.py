@@ -1,6 +1,7 @@
 """`kerasnmt train` / `kerasnmt.training_run.train` and `kerasnmt average-checkpoints`."""
 
 import contextlib
+import errno
 import functools
 import glob
 import io
@@ -439,6 +440,44 @@ def test_an_interruption_inside_a_step_still_saves_a_checkpoint(run_dir, monkeyp
         train(config, verbose=0)
     model_dir = run_dir / "model"
     assert tf.train.latest_checkpoint(str(model_dir)) == str(model_dir / "ckpt-3")
+
+
+def test_a_full_disk_while_a_checkpoint_is_written_keeps_the_previous_one_the_latest(
+        run_dir, capsys, monkeypatch):
+    """The disk fills up (ENOSPC) while the checkpoint of step 4 is written: one line, exit
+    2, nothing of step 4 left, and the checkpoint of step 2 intact and still the latest,
+    which the same command resumes from once there is space again."""
+    config_path = write_config(run_dir, tiny_run(train={"max_step": 4,
+                                                       "save_checkpoints_steps": 2}))
+    model_dir = run_dir / "model"
+    write = tf.train.Checkpoint._write
+
+    def full_disk_at_step_4(checkpoint, prefix, options=None):
+        if prefix.endswith("ckpt-4"):
+            with open(f"{prefix}.data-00000-of-00001", "wb") as partial:
+                partial.write(b"\0" * 64)
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return write(checkpoint, prefix, options=options)
+
+    monkeypatch.setattr(tf.train.Checkpoint, "_write", full_disk_at_step_4)
+    status = cli.main(["train", "--config", str(config_path), "--verbose", "0"])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err.splitlines()[-1] == (
+        f"kerasnmt train: error: could not write the checkpoint of step 4 to {model_dir}: No "
+        f"space left on device; the latest checkpoint is {model_dir / 'ckpt-2'} (free the "
+        "space and run the same command again to resume from it)")
+    assert "Traceback" not in err
+    assert tf.train.latest_checkpoint(str(model_dir)) == str(model_dir / "ckpt-2")
+    assert not glob.glob(str(model_dir / "ckpt-4*"))
+    assert checkpoint_damage(str(model_dir / "ckpt-2")) is None
+
+    monkeypatch.setattr(tf.train.Checkpoint, "_write", write)
+    status = cli.main(["train", "--config", str(config_path), "--verbose", "0"])
+    out = capsys.readouterr().out
+    assert status == 0
+    assert f"Restored {model_dir / 'ckpt-2'} (step 2)" in out
+    assert tf.train.latest_checkpoint(str(model_dir)) == str(model_dir / "ckpt-4")
 
 
 def test_a_diverged_run_ends_with_one_line_and_status_1(monkeypatch, capsys):
