@@ -1,13 +1,17 @@
-"""The `kerasnmt` command.
+"""The `kerasnmt` command: the command line of `kerasnmt.runner`.
 
-Each subcommand is one function decorated with `@subcommand`: it receives its
-`argparse` parser, adds its arguments, and returns the function that runs it with the
-parsed arguments. The function's name (underscores become dashes) names the
-subcommand, the first line of its docstring is the one-line help and the whole
-docstring the description shown by `kerasnmt SUBCOMMAND --help`.
+Each subcommand is one function decorated with `@subcommand(RUNNER_FUNCTION)`: it
+receives its `argparse` parser and adds one argument for each keyword argument of the
+runner function, under the same name. Its name (underscores become dashes) names the
+subcommand. The runner function's docstring documents both: its first line is the
+one-line help, its text before `Args:` the description shown by `kerasnmt SUBCOMMAND
+--help`, and each entry of `Args:` the help of that option; an option declared without a
+default takes the function's (shown as `(default: ...)`). A builder may return its own
+`run(args)`, for a command that reports more than its runner function raises.
 
 Bad input (unreadable or malformed files, impossible option values) ends the command
-with a one-line message on stderr and exit status 2, without a traceback.
+with a one-line message on stderr and exit status 2, without a traceback; options that do
+not go together (`kerasnmt.runner.OptionError`) are usage errors.
 """
 
 import argparse
@@ -19,29 +23,25 @@ import sys
 import numpy as np
 import tensorflow as tf
 
-from kerasnmt.config import ConfigError, load_config
+from kerasnmt import runner
+from kerasnmt.config import ConfigError
 from kerasnmt.data.pipeline_errors import corpus_error
 from kerasnmt.data.result_file import check_result_path, result_file
 from kerasnmt.data.sentencepiece_trainer import MODEL_TYPES
 from kerasnmt.data.text_files import ERROR_POLICIES
 from kerasnmt.evaluation import BLEU_TOKENIZERS, check_moses_language
 from kerasnmt.export.formats import ALL_QUANTIZATIONS, EXPORT_FORMATS
-from kerasnmt.runner.average import average_checkpoints as average_checkpoints_command
-from kerasnmt.runner.build_shortlist import build_shortlist as build_shortlist_command
-from kerasnmt.runner.build_vocab import build_vocab as build_vocab_command
-from kerasnmt.runner.check_vocab import check_vocab as check_vocab_command
+from kerasnmt.runner import run_model, training_run
 from kerasnmt.runner.decoding_model import (
     check_model_arguments,
     check_n_best,
     decoding_sampler,
     load_model_for_decoding,
 )
-from kerasnmt.runner.evaluate import evaluate as evaluate_command
-from kerasnmt.runner.export import export as export_command
 from kerasnmt.runner.option_error import OptionError
-from kerasnmt.runner.prepare import prepare as prepare_command
-from kerasnmt.runner import run_model
 from kerasnmt.runner.run_model import TRANSLATION_BATCH_SIZE, decoding_options
+from kerasnmt.training import NonFiniteLossError
+from kerasnmt.training.distribution import WorkerLostError
 
 PROGRAM = "kerasnmt"
 BAD_INPUT_STATUS = 2
@@ -49,25 +49,14 @@ INTERRUPTED_STATUS = 128 + signal.SIGINT  # the shell's status for a Ctrl-C
 _SUBCOMMANDS = []
 
 
-def subcommand(add_arguments):
-    """Registers a subcommand builder `add_arguments(parser) -> run(args)`."""
-    _SUBCOMMANDS.append(add_arguments)
-    return add_arguments
+def subcommand(function):
+    """Registers a subcommand builder `add_arguments(parser)` of the runner's `function`."""
 
+    def register(add_arguments):
+        _SUBCOMMANDS.append((add_arguments, function))
+        return add_arguments
 
-def _runner_call(parser, function):
-    """`run(args)`: calls the runner's `function` with the parsed options as its keyword
-    arguments; an `OptionError` is a usage error of `parser`."""
-
-    def run(args):
-        options = {name: value for name, value in vars(args).items()
-                   if name not in ("run", "subcommand")}
-        try:
-            function(**options)
-        except OptionError as error:
-            parser.error(str(error))
-
-    return run
+    return register
 
 
 def positive_int(text):
@@ -81,7 +70,7 @@ def positive_int(text):
 def byte_budget(text):
     """An `argparse` type: a positive number of bytes (`1e6` accepted), or `all`."""
     if text == "all":
-        return None
+        return text
     value = float(text)
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be a positive number or 'all', not {text}")
@@ -96,249 +85,60 @@ def moses_language(text):
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
-@subcommand
+@subcommand(runner.build_vocab)
 def build_vocab(parser):
-    """Build a vocabulary file from tokenized text, or train a SentencePiece model.
-
-    Without --sentencepiece: count the tokens of tokenized text (split on whitespace;
-    empty and whitespace-only lines add nothing) and write an OpenNMT-format
-    vocabulary to --output: <blank>, <s>, </s>, then the tokens by decreasing
-    frequency, ties by increasing token (code point order).
-    --target-size N keeps the tokens seen at least M times, the minimum frequency M found
-    by bisection so that the vocabulary comes closest to N entries (within --tolerance
-    percent, else an error naming the closest size).
-
-    With --sentencepiece: train a SentencePiece model on raw text sampled with
-    Tensor2Tensor's byte budget and write OUTPUT.model and OUTPUT.vocab, the
-    vocabulary listing <blank>, <s>, </s>, then the model's pieces in id order. The
-    model has byte fallback (unless --no-byte-fallback): its 256 byte pieces <0x00> ...
-    <0xFF> come first, a character the sample never showed is encoded as the pieces of
-    its UTF-8 bytes and decoded back, so any string survives; --size counts them.
-
-    Input files are UTF-8, one sentence a line, plain or gzip (name ending .gz).
-
-    Get or build: OUTPUT.build.json records the inputs' SHA-256 digests, the options and
-    the output files' digests; when they all still match, the command says so in one line
-    and builds nothing (--force builds anyway). A changed input, option or output file is
-    built again, with a line saying what changed.
-    """
-    parser.add_argument("files", nargs="+", metavar="FILE", help="input text files")
-    parser.add_argument(
-        "--output", "-o", required=True,
-        help="the vocabulary file to write; with --sentencepiece, the prefix of "
-        "OUTPUT.model and OUTPUT.vocab",
-    )
-    parser.add_argument(
-        "--size", type=positive_int,
-        help="the number of vocabulary entries, counting <blank>, <s>, </s> (as "
-        "OpenNMT-tf's onmt-build-vocab); without --sentencepiece, keep only the SIZE - 3 "
-        "most frequent tokens (default: keep all); required with --sentencepiece, "
-        "where it is the SentencePiece vocabulary size",
-    )
-    parser.add_argument(
-        "--min-frequency", type=positive_int, default=1,
-        help="keep only tokens seen at least this many times (default: %(default)s; "
-        "not with --sentencepiece)",
-    )
-    parser.add_argument(
-        "--size-multiple", type=positive_int,
-        help="make the number of entries + 1 (the unknown-token id) a multiple of this, "
-        "e.g. 8 for float16: without --sentencepiece by appending the filler tokens "
-        "averyunlikelytoken0, averyunlikelytoken1, ...; with --sentencepiece by raising "
-        "--size",
-    )
-    parser.add_argument(
-        "--target-size", type=positive_int, metavar="N",
-        help="instead of --size and --min-frequency (not with --sentencepiece): keep the tokens "
-        "seen at least M times, M found by bisection (Tensor2Tensor's build_to_target_size) "
-        "so that the number of entries, counting <blank>, <s>, </s>, comes closest to N",
-    )
-    parser.add_argument(
-        "--tolerance", type=float, metavar="PERCENT",
-        help="with --target-size, the largest distance to N accepted, in percent of N; "
-        "farther is an error naming the closest size (default: 1, as Tensor2Tensor)",
-    )
-    parser.add_argument(
-        "--sentencepiece", action="store_true",
-        help="train a SentencePiece model on raw (untokenized) text instead of counting tokens",
-    )
-    parser.add_argument(
-        "--file-byte-budget", type=byte_budget, metavar="BYTES",
-        help="with --sentencepiece, how much text to sample from each file: every k-th "
-        "line with k chosen from the file size, stopping once BYTES characters are taken "
-        "(Tensor2Tensor's sampling); 'all' takes every line (default: 1e6)",
-    )
-    parser.add_argument(
-        "--model-type", choices=MODEL_TYPES,
-        help="with --sentencepiece, the SentencePiece algorithm (default: unigram)",
-    )
-    parser.add_argument(
-        "--character-coverage", type=float,
-        help="with --sentencepiece, the share of characters the model covers (default: "
-        "1.0; 0.9995 suits Chinese or Japanese)",
-    )
-    parser.add_argument(
-        "--force", action="store_true",
-        help="build even when OUTPUT was built from the same files and options (recorded in "
-        "OUTPUT.build.json), which is otherwise reused",
-    )
-    parser.add_argument(
-        "--no-byte-fallback", action="store_true",
-        help="with --sentencepiece, train without byte fallback: characters the sample "
-        "never showed become unknown tokens (kerasnmt translate reports them)",
-    )
-    parser.add_argument(
-        "--utf8-errors", choices=ERROR_POLICIES, default="strict",
-        help="on bytes that are not UTF-8: 'strict' stops with an error naming the file "
-        "and line, 'replace' reads them as U+FFFD (default: %(default)s)",
-    )
-
-    return _runner_call(parser, build_vocab_command)
+    parser.add_argument("files", nargs="+", metavar="FILE")
+    parser.add_argument("--output", "-o", required=True)
+    parser.add_argument("--size", type=positive_int)
+    parser.add_argument("--min-frequency", type=positive_int)
+    parser.add_argument("--size-multiple", type=positive_int)
+    parser.add_argument("--target-size", type=positive_int, metavar="N")
+    parser.add_argument("--tolerance", type=float, metavar="PERCENT")
+    parser.add_argument("--sentencepiece", action="store_true")
+    parser.add_argument("--file-byte-budget", type=byte_budget, metavar="BYTES")
+    parser.add_argument("--model-type", choices=MODEL_TYPES)
+    parser.add_argument("--character-coverage", type=float)
+    parser.add_argument("--force", action="store_true")
+    parser.add_argument("--no-byte-fallback", action="store_true")
+    parser.add_argument("--utf8-errors", choices=ERROR_POLICIES)
 
 
-@subcommand
+@subcommand(runner.check_vocab)
 def check_vocab(parser):
-    """Check that vocabulary files follow the OpenNMT conventions.
-
-    Each file must be UTF-8, one token a line, start with <blank>, <s>, </s> and hold
-    no empty, whitespace-containing or repeated token. Prints the number of entries
-    of each file; the first bad file stops the command with an error naming its line.
-    """
-    parser.add_argument("files", nargs="+", metavar="FILE", help="vocabulary files")
-
-    return _runner_call(parser, check_vocab_command)
+    parser.add_argument("files", nargs="+", metavar="FILE")
 
 
-@subcommand
+@subcommand(runner.evaluate)
 def evaluate(parser):
-    """Score translations against references with BLEU and chrF2 (sacreBLEU).
-
-    Both files are detokenized text, UTF-8, one sentence a line, line-aligned: score
-    what a reader sees, not SentencePiece pieces or tokens (sacreBLEU tokenizes the
-    text itself for BLEU). Prints corpus BLEU and chrF2, each with sacreBLEU's
-    signature, which records the settings so that scores can be compared and
-    reproduced; then BLEU as papers on Multi30k publish it ("BLEU tokenized lc"): both
-    files lowercased, punctuation-normalized and tokenized with the Moses scripts for
-    --language, then scored without further tokenization, with a signature that names
-    these steps; then the detokenized BLEU's n-gram precisions, brevity penalty and
-    lengths.
-    """
-    parser.add_argument("hypotheses", metavar="HYPOTHESES", help="the translations to score")
-    parser.add_argument("references", metavar="REFERENCES", help="the reference translations")
-    parser.add_argument(
-        "--lowercase", action="store_true",
-        help="compare lowercased text (recorded as case:lc in the signatures)",
-    )
-    parser.add_argument(
-        "--tokenize", choices=BLEU_TOKENIZERS, default="13a",
-        help="sacreBLEU's tokenizer for BLEU (default: %(default)s, sacreBLEU's own default)",
-    )
-    parser.add_argument(
-        "--language", type=moses_language, default="en",
-        help="language of the translations, for the Moses tokenizer of the tokenized "
-        "lowercased BLEU, as the Moses scripts' -l (default: %(default)s)",
-    )
-
-    return _runner_call(parser, evaluate_command)
+    parser.add_argument("hypotheses", metavar="HYPOTHESES")
+    parser.add_argument("references", metavar="REFERENCES")
+    parser.add_argument("--lowercase", action="store_true")
+    parser.add_argument("--tokenize", choices=BLEU_TOKENIZERS)
+    parser.add_argument("--language", type=moses_language)
 
 
-@subcommand
+@subcommand(runner.prepare)
 def prepare(parser):
-    """Tokenize and look up a parallel corpus once, into sharded TFRecord files.
-
-    Runs the model's preprocessing (SentencePiece or whitespace tokenization, then the
-    vocabulary lookup) over SOURCE and TARGET (and --alignments) and writes
-    OUTPUT_DIR/NAME-00000-of-00016.tfrecord ... of tf.train.Example, plus
-    OUTPUT_DIR/NAME.index.json, which training reads instead of the text
-    (kerasnmt.data.training_dataset(shards=...)). Shard k holds the k-th slice of the
-    corpus lines; --seed shuffles the examples inside each shard. The files are the
-    same whatever --num-processes, and each run with the same seed writes the same
-    bytes. Shards are written under temporary names and renamed when complete, and the
-    index last: an interrupted run leaves no index, so no half-written corpus is read.
-
-    On a terminal (stderr), a bar per writing process shows its examples, examples/s
-    and ETA while it runs (process j writes shards j, j + N, ...); elsewhere nothing,
-    or a line per process every --progress-every examples. The summary at the end gives
-    the examples, the time and the rate.
-    """
-    parser.add_argument("source", metavar="SOURCE", help="source text, one sentence a line")
-    parser.add_argument("target", metavar="TARGET", help="target text, line-aligned with SOURCE")
-    parser.add_argument("--output-dir", "-o", required=True, help="where to write the shards")
-    parser.add_argument("--name", default="train", help="file name prefix (default: %(default)s)")
-    parser.add_argument("--alignments", metavar="FILE", help="Pharaoh alignments of the pairs")
-    parser.add_argument(
-        "--config", metavar="RUN_YML",
-        help="take the vocabularies and SentencePiece models from this run configuration's "
-        "data section (the preprocessing of the run that will train on data.train_shards)",
-    )
-    parser.add_argument("--source-vocabulary", help="OpenNMT-format vocabulary")
-    parser.add_argument("--target-vocabulary", help="OpenNMT-format vocabulary")
-    parser.add_argument(
-        "--source-sentencepiece", metavar="MODEL",
-        help="SentencePiece model for the source (default: split on whitespace)",
-    )
-    parser.add_argument(
-        "--target-sentencepiece", metavar="MODEL",
-        help="SentencePiece model for the target (default: split on whitespace)",
-    )
-    parser.add_argument(
-        "--num-shards", type=positive_int, default=16, help="shard files (default: %(default)s)"
-    )
-    parser.add_argument(
-        "--num-processes", type=positive_int, default=1,
-        help="worker processes (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--seed", type=int, default=0,
-        help="seed of the shuffle inside each shard (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--no-shuffle", action="store_true", help="keep the corpus order inside each shard"
-    )
-    parser.add_argument(
-        "--progress-every", type=positive_int, metavar="N",
-        help="when stderr is not a terminal, print each writing process's progress line "
-        "every N examples (default: nothing until the summary; on a terminal a bar per "
-        "process is always shown)",
-    )
-
-    return _runner_call(parser, prepare_command)
+    parser.add_argument("source", metavar="SOURCE")
+    parser.add_argument("target", metavar="TARGET")
+    parser.add_argument("--output-dir", "-o", required=True)
+    parser.add_argument("--name")
+    parser.add_argument("--alignments", metavar="FILE")
+    parser.add_argument("--config", metavar="RUN_YML")
+    for side in ("source", "target"):
+        parser.add_argument(f"--{side}-vocabulary")
+        parser.add_argument(f"--{side}-sentencepiece", metavar="MODEL")
+    parser.add_argument("--num-shards", type=positive_int)
+    parser.add_argument("--num-processes", type=positive_int)
+    parser.add_argument("--seed", type=int)
+    parser.add_argument("--no-shuffle", action="store_true")
+    parser.add_argument("--progress-every", type=positive_int, metavar="N")
 
 
-@subcommand
+@subcommand(runner.train)
 def train(parser):
-    """Train a model from a YAML run configuration, resuming from its model_dir.
-
-    The configuration (see docs/training.md) is checked first: every mistake (unknown
-    key, wrong type, missing file, options that disagree) is reported with its key path
-    and the command stops with status 2 before anything runs. Then: tokenizers and
-    vocabularies (data), the Transformer (model), the training data pipeline (train),
-    and training with a progress bar, until train.max_step optimizer steps (or
-    --time-limit). The latest checkpoint of model_dir is restored first, so running the
-    command again continues a run. Checkpoints go to model_dir every
-    train.save_checkpoints_steps steps (the last train.keep_checkpoint_max kept),
-    TensorBoard logs to model_dir/logs (tensorboard --logdir MODEL_DIR/logs). With
-    data.eval_features_file and data.eval_labels_file, at every multiple of eval.steps
-    steps (also in a resumed run) and at the end, the validation set is scored (loss,
-    and BLEU and chrF of its translations, printed with the sacreBLEU signatures and
-    appended to model_dir/evaluations.jsonl), eval.export_on_best exports the best
-    model to model_dir/export/STEP, and eval.early_stopping ends training when the
-    scores stop improving (OpenNMT-tf's condition). At the end,
-    train.average_last_checkpoints checkpoints are averaged into model_dir/avg.
-    SIGTERM (sent by `kill`, Slurm or Kubernetes before they kill a job) and Ctrl-C end
-    training after the current step with a checkpoint, skip the final evaluation and
-    averaging, and exit with status 143 (128 + 15) or 130 (128 + 2); a second Ctrl-C
-    stops at once, still saving a checkpoint. A loss that becomes NaN or infinite ends
-    the run with one line and status 1 (the last checkpoint is the one before it).
-    Several GPUs are used together; with TF_CONFIG set, the command is one worker of a
-    multi-worker run (a worker that dies ends the others with one line and status 1);
-    train.tpu trains on a TPU (docs/training.md, Running on several devices).
-    """
-    parser.add_argument("--config", required=True, metavar="RUN_YML", help="the run configuration")
-    parser.add_argument(
-        "--time-limit", type=float, metavar="SECONDS",
-        help="also stop after this many seconds of training (a checkpoint is saved)",
-    )
+    parser.add_argument("--config", required=True, metavar="RUN_YML")
+    parser.add_argument("--time-limit", type=float, metavar="SECONDS")
     parser.add_argument(
         "--verbose", type=int, choices=(0, 1, 2), default=1,
         help="0: no progress display, 1: a progress bar (default), 2: one line per epoch "
@@ -346,14 +146,9 @@ def train(parser):
     )
 
     def run(args):
-        from kerasnmt.runner import training_run
-        from kerasnmt.runner.training_run import TRAINING_KEYS
-        from kerasnmt.training import NonFiniteLossError
-        from kerasnmt.training.distribution import WorkerLostError
-
-        config = load_config(args.config, required=TRAINING_KEYS)
         try:
-            result = training_run.train(config, time_limit=args.time_limit, verbose=args.verbose)
+            result = training_run.train(args.config, time_limit=args.time_limit,
+                                        verbose=args.verbose)
         except (NonFiniteLossError, WorkerLostError) as error:
             print(f"{PROGRAM} train: error: {error}", file=sys.stderr)
             return 1
@@ -368,62 +163,50 @@ def train(parser):
     return run
 
 
-@subcommand
+@subcommand(runner.average_checkpoints)
 def average_checkpoints(parser):
-    """Average the weights of the last checkpoints of a training run.
-
-    Reads the configuration (for the model's shape), averages every trainable weight
-    over the last --max-count readable checkpoints of model_dir (newest first, as
-    OpenNMT-tf's average_checkpoints; a damaged one is reported and skipped) and writes
-    the result as one checkpoint in --output (default: MODEL_DIR/avg), numbered with the
-    newest averaged step. `kerasnmt export` and `kerasnmt translate` take it by default
-    when it is the newest.
-    """
-    parser.add_argument("--config", required=True, metavar="RUN_YML", help="the run configuration")
-    parser.add_argument(
-        "--max-count", type=positive_int,
-        help="checkpoints to average (default: train.average_last_checkpoints, or 1 when 0)",
-    )
-    parser.add_argument("--output", metavar="DIR", help="where to write (default: MODEL_DIR/avg)")
-
-    return _runner_call(parser, average_checkpoints_command)
+    parser.add_argument("--config", required=True, metavar="RUN_YML")
+    parser.add_argument("--max-count", type=positive_int)
+    parser.add_argument("--output", metavar="DIR")
 
 
-@subcommand
+@subcommand(runner.build_shortlist)
 def build_shortlist(parser):
-    """Estimate a lexical shortlist, for faster decoding, from the training corpus.
+    parser.add_argument("--config", required=True, metavar="RUN_YML")
+    parser.add_argument("--output", "-o", required=True)
+    parser.add_argument("--per-source", type=positive_int)
+    parser.add_argument("--frequent", type=int)
+    parser.add_argument("--minimum-probability", type=float)
+    parser.add_argument("--iterations", type=positive_int)
 
-    Tokenizes the training pairs (data.train_features_file, data.train_labels_file) with
-    the configuration's tokenizers and vocabularies, estimates IBM Model 1 translation
-    probabilities t(target token | source token) by EM, and keeps for each source token
-    its --per-source most probable target tokens (of probability at least
-    --minimum-probability), plus the --frequent most frequent target tokens, always
-    allowed. Writes CTranslate2's vmap format (SOURCE<TAB>TARGET TARGET ..., the tokens
-    always allowed on the line with an empty source). Set params.shortlist to it (or give
-    it to export and translate with --shortlist): each batch is then decoded over the
-    target tokens its sources allow (Marian's lexical shortlist). The tokenized corpus is
-    held in memory: Multi30k's 29,000 pairs take 13 s and 1.5 GB.
-    """
-    parser.add_argument("--config", required=True, metavar="RUN_YML", help="the run configuration")
-    parser.add_argument("--output", "-o", required=True, help="the shortlist file to write")
-    parser.add_argument(
-        "--per-source", type=positive_int, default=20,
-        help="target tokens kept per source token (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--frequent", type=int, default=100,
-        help="most frequent target tokens always allowed (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--minimum-probability", type=float, default=0.001,
-        help="drop translations less probable than this (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--iterations", type=positive_int, default=5,
-        help="EM iterations of IBM Model 1 (default: %(default)s)",
-    )
 
-    return _runner_call(parser, build_shortlist_command)
+def _add_decoding_arguments(parser):
+    """The arguments `export` and `translate` share: the model, and how to decode."""
+    parser.add_argument("--config", metavar="RUN_YML")
+    parser.add_argument("--checkpoint", metavar="PATH")
+    parser.add_argument("--model", metavar="FILE.keras")
+    parser.add_argument("--early-exit", action="store_true")
+    parser.add_argument("--shortlist", metavar="FILE")
+    parser.add_argument("--no-xla", action="store_true")
+
+
+@subcommand(runner.export)
+def export(parser):
+    parser.add_argument("output", metavar="OUTPUT")
+    _add_decoding_arguments(parser)
+    parser.add_argument(
+        "--format", choices=sorted(EXPORT_FORMATS),
+        help="; ".join(f"{name}: {export_format.description}"
+                       for name, export_format in EXPORT_FORMATS.items())
+        + " (default: %(default)s)",
+    )
+    parser.add_argument("--quantization", choices=ALL_QUANTIZATIONS)
+    parser.add_argument("--force", action="store_true")
+    parser.add_argument("--next-version", action="store_true")
+    parser.add_argument("--n-best", type=positive_int)
+    parser.add_argument("--with-alignments", action="store_true")
+    parser.add_argument("--maximum-source-length", type=positive_int)
+    parser.add_argument("--no-warmup", action="store_true")
 
 
 def _add_early_exit_argument(parser):
@@ -468,89 +251,6 @@ def _add_no_xla_argument(parser):
     parser.add_argument(
         "--no-xla", action="store_true", help="do not compile the decoding with XLA"
     )
-
-
-@subcommand
-def export(parser):
-    """Export a trained model as one SavedModel that translates raw text, or to CTranslate2.
-
-    The SavedModel (see docs/serving.md) takes a batch of raw sentences and returns
-    their translations: tokenization, vocabulary lookup, beam search (compiled with XLA
-    for a few source widths and batch sizes) and detokenization all run inside it. Its
-    signatures: serving_default (source -> translation, score) and n_best (source ->
-    translations, scores, log_probs[, alignments]). The decoding options are those of
-    the configuration's params section (beam_width, length_penalty, coverage_penalty,
-    sampling_topk, sampling_temperature, num_hypotheses, maximum_decoding_length,
-    minimum_decoding_length, replace_unknown_target, compact_batch, early_exit,
-    shortlist, shortlist_width), fixed in the export. Sources are cut to --maximum-source-length
-    tokens. It decodes in float32, whatever train.mixed_precision the model trained in.
-    With --quantization int8, the Dense layers' weights are Keras int8 (the
-    embeddings stay float). The directory is written under a temporary name and renamed, so an
-    interrupted export leaves an existing one intact. Load it with TensorFlow alone (plus
-    `import tensorflow_text` for SentencePiece models), or serve it with TF Serving, which
-    runs its warm-up requests (one of every compiled shape) before serving it.
-
-    With --format ctranslate2 (pip install 'kerasnmt[ctranslate2]'), OUTPUT is a
-    CTranslate2 model directory instead (see docs/ctranslate2.md): the weights (quantized
-    with --quantization), the vocabularies, the SentencePiece models and
-    translate_options.json, the translate_batch arguments of the same decoding options.
-    A model option CTranslate2 cannot express is refused before anything is written, and
-    an OUTPUT that is not an empty directory is replaced only with --force.
-    """
-    parser.add_argument(
-        "output", metavar="OUTPUT",
-        help="the SavedModel directory to write (replaced if it exists); with "
-        "--next-version, the model base path in which version OUTPUT/N is written; with "
-        "--format ctranslate2, the CTranslate2 model directory",
-    )
-    _add_model_arguments(parser)
-    parser.add_argument(
-        "--format", choices=sorted(EXPORT_FORMATS), default="savedmodel",
-        help="; ".join(f"{name}: {export_format.description}"
-                       for name, export_format in EXPORT_FORMATS.items())
-        + " (default: savedmodel)",
-    )
-    parser.add_argument(
-        "--quantization", choices=ALL_QUANTIZATIONS,
-        help="SavedModel: int8, Keras int8 weights for the Dense layers (the embeddings "
-        "stay float); with --format ctranslate2: CTranslate2's weight type (default: "
-        "float32 as trained)",
-    )
-    parser.add_argument(
-        "--force", action="store_true",
-        help="with --format ctranslate2: replace an OUTPUT that is not an empty directory "
-        "(a SavedModel export always replaces OUTPUT)",
-    )
-    parser.add_argument(
-        "--next-version", action="store_true",
-        help="write OUTPUT/N with N one more than the highest version number in OUTPUT "
-        "(TF Serving's layout; 1 for a new OUTPUT)",
-    )
-    parser.add_argument(
-        "--n-best", type=positive_int,
-        help="hypotheses the n_best signature returns (default: params.num_hypotheses; "
-        "at most params.beam_width)",
-    )
-    parser.add_argument(
-        "--with-alignments", action="store_true",
-        help="add the attention alignments to the n_best signature",
-    )
-    parser.add_argument(
-        "--maximum-source-length", type=positive_int,
-        help="sources are cut to this many tokens (default: train.maximum_features_length, "
-        "else 256)",
-    )
-    _add_early_exit_argument(parser)
-    _add_shortlist_argument(parser)
-    _add_no_xla_argument(parser)
-    parser.add_argument(
-        "--no-warmup", action="store_true",
-        help="SavedModel: do not write TF Serving's warm-up file "
-        "(assets.extra/tf_serving_warmup_requests: a request of every compiled shape, run "
-        "when the model is loaded)",
-    )
-
-    return _runner_call(parser, export_command)
 
 
 def _read_sentences(path):
@@ -673,7 +373,7 @@ def format_hypothesis(hypothesis, with_scores=False, with_alignments=None):
     return line
 
 
-@subcommand
+@subcommand(None)
 def translate(parser):
     """Translate sentences with an exported SavedModel or a trained model.
 
@@ -827,21 +527,72 @@ def _translate_in_order(sentences, translate_batch, batch_size, progress):
     return results
 
 
+def _runner_call(parser, function):
+    """`run(args)`: calls the runner's `function` with the parsed options as its keyword
+    arguments; an `OptionError` is a usage error of `parser`."""
+
+    def run(args):
+        options = {name: value for name, value in vars(args).items()
+                   if name not in ("run", "subcommand")}
+        try:
+            function(**options)
+        except OptionError as error:
+            parser.error(str(error))
+
+    return run
+
+
+def _argument_help(docstring):
+    """`{argument: text}` of the `Args:` section of a Google-style docstring."""
+    helps, name = {}, None
+    for line in docstring.partition("\n\nArgs:\n")[2].splitlines():
+        if not line.startswith("    "):
+            break  # the next section
+        if line.startswith("        ") and name is not None:
+            helps[name] += " " + line.strip()
+        else:
+            name, _, text = line.strip().partition(": ")
+            helps[name] = text
+    return helps
+
+
+def _document(parser, function):
+    """The parser's description, and each argument's help and missing default, from the
+    runner's `function`: its docstring and its signature."""
+    docstring = inspect.getdoc(function)
+    parser.description = docstring.partition("\n\nArgs:\n")[0]
+    helps = _argument_help(docstring)
+    defaults = {name: parameter.default
+                for name, parameter in inspect.signature(function).parameters.items()}
+    for action in parser._actions:
+        if action.dest == "help":
+            continue
+        if action.default is None and defaults.get(action.dest) is not inspect.Parameter.empty:
+            action.default = defaults.get(action.dest)
+        if action.help is None:
+            action.help = helps[action.dest].replace("%", "%%")
+            if action.default not in (None, False) and "(default:" not in action.help:
+                action.help += " (default: %(default)s)"
+
+
 def make_parser():
     """The `kerasnmt` argument parser with every registered subcommand."""
     parser = argparse.ArgumentParser(
         prog=PROGRAM, description="Keras-native neural machine translation."
     )
     subparsers = parser.add_subparsers(dest="subcommand", metavar="SUBCOMMAND", required=True)
-    for add_arguments in _SUBCOMMANDS:
-        doc = inspect.cleandoc(add_arguments.__doc__)
+    for add_arguments, function in _SUBCOMMANDS:
+        doc = inspect.getdoc(function or add_arguments)
         subparser = subparsers.add_parser(
             add_arguments.__name__.replace("_", "-"),
             help=doc.splitlines()[0],
             description=doc,
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
-        subparser.set_defaults(run=add_arguments(subparser))
+        run = add_arguments(subparser)
+        if function is not None:
+            _document(subparser, function)
+        subparser.set_defaults(run=run or _runner_call(subparser, function))
     return parser
 
 

@@ -1,4 +1,4 @@
-"""`kerasnmt train` / `kerasnmt.training_run.train` and `kerasnmt average-checkpoints`."""
+"""`kerasnmt train` / `kerasnmt.runner.training_run.train` and `kerasnmt average-checkpoints`."""
 
 import contextlib
 import errno
@@ -27,7 +27,8 @@ from kerasnmt.training import NonFiniteLossError, Perplexity
 from kerasnmt.training.readable_checkpoint import checkpoint_damage
 from kerasnmt.runner.run_checkpoints import restore_translator
 from kerasnmt.runner.run_model import build_sampler
-from kerasnmt.runner.training_run import TRAINING_KEYS, _TrainingSummaries, early_stop, train
+from kerasnmt.runner.training_run import TRAINING_KEYS, early_stop, train
+from kerasnmt.runner.training_summaries import TrainingSummaries
 from tests.run_fixtures import checkpoint_weights, tiny_run, write_config, write_corpus
 
 # Long tests (training, exports, decoding): run first (tests/conftest.py).
@@ -267,7 +268,7 @@ def test_training_summaries_average_the_steps_since_the_last_one(tmp_path):
     batch_logs = _BatchLogs()
     dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(4).repeat()
     model.fit(dataset, steps_per_epoch=5, epochs=2, verbose=0,
-              callbacks=[batch_logs, _TrainingSummaries(str(tmp_path), every=2)])
+              callbacks=[batch_logs, TrainingSummaries(str(tmp_path), every=2)])
 
     def running_mean(logs, name):  # perplexity is exp(mean)
         return np.log(logs[name]) if name == "perplexity" else logs[name]
@@ -485,7 +486,6 @@ def test_a_diverged_run_ends_with_one_line_and_status_1(monkeypatch, capsys):
         raise NonFiniteLossError("training diverged at step 7: the loss is nan.")
 
     monkeypatch.setattr(training_run, "train", diverged)
-    monkeypatch.setattr(cli, "load_config", lambda path, required: {})
     assert cli.main(["train", "--config", "run.yml"]) == 1
     assert capsys.readouterr().err == (
         "kerasnmt train: error: training diverged at step 7: the loss is nan.\n")
@@ -496,7 +496,6 @@ def test_an_interrupted_command_exits_130_with_one_line(monkeypatch, capsys):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(training_run, "train", interrupted)
-    monkeypatch.setattr(cli, "load_config", lambda path, required: {})
     assert cli.main(["train", "--config", "run.yml"]) == 130
     assert capsys.readouterr().err == "kerasnmt train: interrupted\n"
 

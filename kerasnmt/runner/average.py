@@ -8,14 +8,20 @@ from kerasnmt.runner.run_model import MODEL_KEYS
 
 
 def average_checkpoints(config, max_count=None, output=None):
-    """Averages the weights of the last readable checkpoints of a run into one checkpoint.
+    """Average the weights of the last checkpoints of a training run.
+
+    Reads the configuration (for the model's shape), averages every trainable weight
+    over the last --max-count readable checkpoints of model_dir (newest first, as
+    OpenNMT-tf's average_checkpoints; a damaged one is reported and skipped) and writes
+    the result as one checkpoint in --output (default: MODEL_DIR/avg), numbered with the
+    newest averaged step. `kerasnmt export` and `kerasnmt translate` take it by default
+    when it is the newest. An --output that is a file is refused before anything is read.
 
     Args:
-        config: the run configuration (path or dictionary): the model's shape and
-            `model_dir`.
-        max_count: checkpoints to average (default: `train.average_last_checkpoints`, or 1
-            when 0).
-        output: the directory to write (default: `MODEL_DIR/avg`).
+        config: the run configuration (a path, or a configuration `load_config` returned)
+        max_count: checkpoints to average (default: train.average_last_checkpoints, or 1
+            when 0)
+        output: where to write (default: MODEL_DIR/avg)
 
     Returns:
         The path of the averaged checkpoint, numbered with the newest averaged step.

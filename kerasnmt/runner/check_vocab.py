@@ -4,13 +4,14 @@ from kerasnmt.data.vocabulary import load_vocabulary
 
 
 def check_vocab(files):
-    """Checks that vocabulary files follow the OpenNMT conventions and prints their sizes.
+    """Check that vocabulary files follow the OpenNMT conventions.
 
-    Each file must be UTF-8, one token a line, start with <blank>, <s>, </s> and hold no
-    empty, whitespace-containing or repeated token.
+    Each file must be UTF-8, one token a line, start with <blank>, <s>, </s> and hold
+    no empty, whitespace-containing or repeated token. Prints the number of entries
+    of each file; the first bad file stops the command with an error naming its line.
 
     Args:
-        files: the vocabulary files.
+        files: vocabulary files
 
     Returns:
         The number of entries of each file.

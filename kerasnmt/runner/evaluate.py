@@ -4,15 +4,25 @@ from kerasnmt.evaluation import score_files
 
 
 def evaluate(hypotheses, references, lowercase=False, tokenize="13a", language="en"):
-    """Scores a file of translations against a file of references and prints the scores.
+    """Score translations against references with BLEU and chrF2 (sacreBLEU).
+
+    Both files are detokenized text, UTF-8, one sentence a line, line-aligned: score
+    what a reader sees, not SentencePiece pieces or tokens (sacreBLEU tokenizes the
+    text itself for BLEU). Prints corpus BLEU and chrF2, each with sacreBLEU's
+    signature, which records the settings so that scores can be compared and
+    reproduced; then BLEU as papers on Multi30k publish it ("BLEU tokenized lc"): both
+    files lowercased, punctuation-normalized and tokenized with the Moses scripts for
+    --language, then scored without further tokenization, with a signature that names
+    these steps; then the detokenized BLEU's n-gram precisions, brevity penalty and
+    lengths.
 
     Args:
-        hypotheses: the translations, detokenized, one a line, UTF-8.
-        references: the reference translations, line-aligned with `hypotheses`.
-        lowercase: compare lowercased text.
-        tokenize: sacreBLEU's tokenizer for BLEU.
-        language: the language of the translations, for the Moses tokenizer of the
-            tokenized lowercased BLEU.
+        hypotheses: the translations to score
+        references: the reference translations
+        lowercase: compare lowercased text (recorded as case:lc in the signatures)
+        tokenize: sacreBLEU's tokenizer for BLEU (its default is sacreBLEU's own)
+        language: language of the translations, for the Moses tokenizer of the
+            tokenized lowercased BLEU, as the Moses scripts' -l
 
     Returns:
         The `kerasnmt.evaluation.TranslationScores` printed.

@@ -16,28 +16,70 @@ def export(output, config=None, checkpoint=None, model=None, format="savedmodel"
            quantization=None, force=False, next_version=False, n_best=None,
            with_alignments=False, maximum_source_length=None, early_exit=False,
            shortlist=None, no_xla=False, no_warmup=False):
-    """Exports the model of a run (or a `.keras` file) in one of `EXPORT_FORMATS`.
+    """Export a trained model as one SavedModel that translates raw text, or to CTranslate2.
 
-    The options a format does not take are refused before anything is read
-    (`kerasnmt export --help` says what each does).
+    The SavedModel (see docs/serving.md) takes a batch of raw sentences and returns
+    their translations: tokenization, vocabulary lookup, beam search (compiled with XLA
+    for a few source widths and batch sizes) and detokenization all run inside it. Its
+    signatures: serving_default (source -> translation, score) and n_best (source ->
+    translations, scores, log_probs[, alignments]). The decoding options are those of
+    the configuration's params section (beam_width, length_penalty, coverage_penalty,
+    sampling_topk, sampling_temperature, num_hypotheses, maximum_decoding_length,
+    minimum_decoding_length, replace_unknown_target, compact_batch, early_exit,
+    shortlist, shortlist_width), fixed in the export. Sources are cut to --maximum-source-length
+    tokens. It decodes in float32, whatever train.mixed_precision the model trained in.
+    With --quantization int8, the Dense layers' weights are Keras int8 (the
+    embeddings stay float). The directory is written under a temporary name and renamed, so an
+    interrupted export leaves an existing one intact. Load it with TensorFlow alone (plus
+    `import tensorflow_text` for SentencePiece models), or serve it with TF Serving, which
+    runs its warm-up requests (one of every compiled shape) before serving it.
+
+    With --format ctranslate2 (pip install 'kerasnmt[ctranslate2]'), OUTPUT is a
+    CTranslate2 model directory instead (see docs/ctranslate2.md): the weights (quantized
+    with --quantization), the vocabularies, the SentencePiece models and
+    translate_options.json, the translate_batch arguments of the same decoding options.
+    A model option CTranslate2 cannot express is refused before anything is written, and
+    an OUTPUT that is not an empty directory is replaced only with --force. The options a
+    format does not take are refused before anything is read.
 
     Args:
-        output: the directory to write (with `next_version`, the model base path).
-        config: the run configuration (path or dictionary): the model and its decoding
-            options; the weights come from its `model_dir`.
-        checkpoint: with `config`, a checkpoint or a directory of them.
-        model: a `.keras` file instead of a checkpoint.
-        format: a name of `kerasnmt.export.formats.EXPORT_FORMATS`.
-        quantization: a weight type the format writes, or None.
-        force: CTranslate2: replace an `output` that is not an empty directory.
-        next_version: SavedModel: write `output/N`, N the next TF Serving version.
-        n_best: hypotheses of the n_best signature (default `params.num_hypotheses`).
-        with_alignments: SavedModel: add the attention alignments.
-        maximum_source_length: sources are cut to this many tokens.
-        early_exit: SavedModel: stop a beam once every sentence's n-best finished.
-        shortlist: SavedModel: a lexical shortlist file instead of `params.shortlist`.
-        no_xla: SavedModel: do not compile the decoding with XLA.
-        no_warmup: SavedModel: write no TF Serving warm-up requests.
+        output: the SavedModel directory to write (replaced if it exists); with
+            --next-version, the model base path in which version OUTPUT/N is written; with
+            --format ctranslate2, the CTranslate2 model directory
+        config: the run configuration: the model's shape and vocabularies, and the
+            decoding options (params); the weights come from its model_dir (a path, or a
+            configuration `load_config` returned)
+        checkpoint: with --config: a checkpoint (MODEL_DIR/ckpt-STEP) or a directory of
+            them (default: MODEL_DIR/avg when it is the newest, else the latest of
+            MODEL_DIR)
+        model: a model saved with translator.save('FILE.keras'), instead of a
+            checkpoint; decoding options come from --config when given, else beam search
+            of width 4
+        format: a format of kerasnmt.export.formats.EXPORT_FORMATS
+        quantization: SavedModel: int8, Keras int8 weights for the Dense layers (the
+            embeddings stay float); with --format ctranslate2: CTranslate2's weight type
+            (default: float32 as trained)
+        force: with --format ctranslate2: replace an OUTPUT that is not an empty
+            directory (a SavedModel export always replaces OUTPUT)
+        next_version: write OUTPUT/N with N one more than the highest version number in
+            OUTPUT (TF Serving's layout; 1 for a new OUTPUT)
+        n_best: hypotheses the n_best signature returns (default: params.num_hypotheses;
+            at most params.beam_width)
+        with_alignments: add the attention alignments to the n_best signature
+        maximum_source_length: sources are cut to this many tokens (default:
+            train.maximum_features_length, else 256)
+        early_exit: stop a batch's beam search once the n-best hypotheses of every
+            sentence have finished (BeamSampler(early_exit=True): often about twice as
+            fast; the same results without length or coverage penalty, possibly slightly
+            different with them) instead of when every hypothesis has, as OpenNMT-tf
+            does; as params.early_exit: true
+        shortlist: decode over this lexical shortlist (kerasnmt build-shortlist) instead
+            of params.shortlist: each batch over the target tokens its source tokens may
+            translate to (faster; translations may differ)
+        no_xla: do not compile the decoding with XLA
+        no_warmup: SavedModel: do not write TF Serving's warm-up file
+            (assets.extra/tf_serving_warmup_requests: a request of every compiled shape,
+            run when the model is loaded)
 
     Returns:
         The directory written.

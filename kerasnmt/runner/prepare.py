@@ -14,29 +14,45 @@ def prepare(source, target, output_dir, name="train", alignments=None, config=No
             source_vocabulary=None, target_vocabulary=None, source_sentencepiece=None,
             target_sentencepiece=None, num_shards=16, num_processes=1, seed=0,
             no_shuffle=False, progress_every=None):
-    """Writes `OUTPUT_DIR/NAME-00000-of-000NN.tfrecord ...` and `OUTPUT_DIR/NAME.index.json`.
+    """Tokenize and look up a parallel corpus once, into sharded TFRecord files.
 
-    The preprocessing is that of `config` (a run configuration's `data` section), or of
-    the vocabularies and SentencePiece models given; `kerasnmt prepare --help` says more.
+    Runs the model's preprocessing (SentencePiece or whitespace tokenization, then the
+    vocabulary lookup) over SOURCE and TARGET (and --alignments) and writes
+    OUTPUT_DIR/NAME-00000-of-00016.tfrecord ... of tf.train.Example, plus
+    OUTPUT_DIR/NAME.index.json, which training reads instead of the text
+    (kerasnmt.data.training_dataset(shards=...)). Shard k holds the k-th slice of the
+    corpus lines; --seed shuffles the examples inside each shard. The files are the
+    same whatever --num-processes, and each run with the same seed writes the same
+    bytes. Shards are written under temporary names and renamed when complete, and the
+    index last: an interrupted run leaves no index, so no half-written corpus is read.
+
+    On a terminal (stderr), a bar per writing process shows its examples, examples/s
+    and ETA while it runs (process j writes shards j, j + N, ...); elsewhere nothing,
+    or a line per process every --progress-every examples. The summary at the end gives
+    the examples, the time and the rate.
 
     Args:
-        source: source text, one sentence a line.
-        target: target text, line-aligned with `source`.
-        output_dir: where to write the shards.
-        name: the file name prefix.
-        alignments: Pharaoh alignments of the pairs, or None.
-        config: a run configuration (path or dictionary) whose preprocessing to take,
-            instead of the four vocabulary and model arguments.
-        source_vocabulary: OpenNMT-format vocabulary.
-        target_vocabulary: OpenNMT-format vocabulary.
-        source_sentencepiece: SentencePiece model of the source (None: whitespace).
-        target_sentencepiece: SentencePiece model of the target (None: whitespace).
-        num_shards: shard files.
-        num_processes: writing processes.
-        seed: the seed of the shuffle inside each shard.
-        no_shuffle: keep the corpus order inside each shard.
-        progress_every: print each process's progress line every this many examples
-            when stderr is not a terminal.
+        source: source text, one sentence a line
+        target: target text, line-aligned with SOURCE
+        output_dir: where to write the shards
+        name: file name prefix
+        alignments: Pharaoh alignments of the pairs
+        config: take the vocabularies and SentencePiece models from this run
+            configuration's data section (the preprocessing of the run that will train
+            on data.train_shards); a path, or a configuration `load_config` returned
+        source_vocabulary: OpenNMT-format vocabulary
+        target_vocabulary: OpenNMT-format vocabulary
+        source_sentencepiece: SentencePiece model for the source (default: split on
+            whitespace)
+        target_sentencepiece: SentencePiece model for the target (default: split on
+            whitespace)
+        num_shards: shard files
+        num_processes: worker processes
+        seed: seed of the shuffle inside each shard
+        no_shuffle: keep the corpus order inside each shard
+        progress_every: when stderr is not a terminal, print each writing process's
+            progress line every N examples (default: nothing until the summary; on a
+            terminal a bar per process is always shown)
 
     Returns:
         The path of the index file.

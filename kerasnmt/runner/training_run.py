@@ -1,14 +1,15 @@
 """A training run from a YAML configuration: what `kerasnmt train` does.
 
-`train(config)` takes a configuration checked by `kerasnmt.config.load_config` and runs
-it: tokenizers and vocabularies -> `TranslationPreprocessor` -> `Translator` (the `model`
-section) -> `kerasnmt.data.training_dataset` (the `train` section) -> `Translator.fit`,
-with checkpoints every `train.save_checkpoints_steps` (the last
-`train.keep_checkpoint_max` kept), resuming from the latest checkpoint of `model_dir`,
-TensorBoard summaries under `model_dir/logs`, and an evaluation of the validation set
-every `eval.steps` (loss, then BLEU and chrF of its translations) that can export the
-best model. Each piece is built from the configuration by the `run_*` modules of
-this package, which the commands that need a model without training it share.
+`train(config)` takes a run configuration (a YAML file, or the dictionary
+`kerasnmt.config.load_config` returns) and runs it: tokenizers and vocabularies ->
+`TranslationPreprocessor` -> `Translator` (the `model` section) ->
+`kerasnmt.data.training_dataset` (the `train` section) -> `Translator.fit`, with
+checkpoints every `train.save_checkpoints_steps` (the last `train.keep_checkpoint_max`
+kept), resuming from the latest checkpoint of `model_dir`, TensorBoard summaries under
+`model_dir/logs`, and an evaluation of the validation set every `eval.steps` (loss, then
+BLEU and chrF of its translations) that can export the best model. Each piece is built
+from the configuration by the `run_*` modules of this package, which the commands that
+need a model without training it share.
 
 Steps are optimizer steps (weight updates): with gradient accumulation
 (`train.effective_batch_size`), one step is several batches. The model, its optimizer and
@@ -30,15 +31,14 @@ import time
 import keras
 import numpy as np
 import tensorflow as tf
-from tensorflow.core.framework import summary_pb2
 
-from kerasnmt.config import missing_keys
 from kerasnmt.data.result_file import result_file
 from kerasnmt.data.text_files import read_line_aligned
 from kerasnmt.evaluation import score_translations
 from kerasnmt.export import export_translator
 from kerasnmt.models import Translator
 from kerasnmt.runner.run_checkpoints import average_run_checkpoints
+from kerasnmt.runner.run_config import run_configuration
 from kerasnmt.runner.run_dataset import run_training_dataset
 from kerasnmt.runner.run_model import (
     MODEL_KEYS,
@@ -49,6 +49,7 @@ from kerasnmt.runner.run_model import (
     run_precision,
 )
 from kerasnmt.runner.run_optimizer import accumulation_steps, build_optimizer
+from kerasnmt.runner.training_summaries import TrainingSummaries, write_scalar
 from kerasnmt.training import CheckpointCallback, MovingAverage
 from kerasnmt.training.checkpoint_callback import restore_latest, training_checkpoint
 from kerasnmt.training.distribution import (
@@ -72,19 +73,6 @@ PREDICTIONS_DIRECTORY = "eval"  # model_dir/eval/predictions.txt.STEP, as OpenNM
 # ---------------------------------------------------------------------------------------
 # Callbacks of a run.
 # ---------------------------------------------------------------------------------------
-
-
-# TensorBoard's scalar summaries, written with core TensorFlow (`tf.summary.scalar` needs the
-# tensorboard package, which TensorFlow no longer installs).
-_SCALAR_METADATA = summary_pb2.SummaryMetadata(
-    plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars")
-)
-
-
-def write_scalar(name, value, step):
-    """Writes a TensorBoard scalar to the default summary writer."""
-    tf.summary.write(name, tf.constant(float(value), tf.float32), step=step,
-                     metadata=_SCALAR_METADATA)
 
 
 class _StopAtStep(keras.callbacks.Callback):
@@ -146,78 +134,6 @@ def _stopping_on(signal_numbers, stopper):
         for number, handler in previous.items():
             # None: the previous handler was not set from Python; the default is the closest.
             signal.signal(number, signal.SIG_DFL if handler is None else handler)
-
-
-class _TrainingSummaries(keras.callbacks.Callback):
-    """Writes the loss and metrics of the steps since the last summary, and the learning
-    rate, to TensorBoard every `every` steps, at the optimizer step (so a resumed run
-    continues the curves).
-
-    Keras' batch logs are means since the epoch began (an epoch is `eval.steps` steps):
-    a summary is instead the mean over its own window, taken from the metrics' running
-    totals (each `keras.metrics.Mean` keeps `total` and `count`), as OpenNMT-tf logs the
-    current loss. The batches of a window that an epoch boundary (a metrics reset) cuts
-    are carried over.
-    """
-
-    def __init__(self, directory, every):
-        super().__init__()
-        self.writer = tf.summary.create_file_writer(directory)
-        self.every = every
-        self._last_step = None
-        # name -> (total, count) to subtract from a metric's totals to get the window's:
-        # its totals at the last summary, less what an epoch's end left unwritten.
-        self._offsets = {}
-        self._scratch = {}  # name -> a copy of the metric, to compute a window's result
-
-    def on_epoch_end(self, epoch, logs=None):
-        # Keras resets the totals to zero as the next epoch begins.
-        for metric in self._mean_metrics():
-            total, count = _totals(metric)
-            offset = self._offsets.get(metric.name, (0.0, 0.0))
-            self._offsets[metric.name] = (offset[0] - total, offset[1] - count)
-
-    def on_train_batch_end(self, batch, logs=None):
-        step = optimizer_step(self.model)
-        if step == 0 or step % self.every or step == self._last_step:
-            return  # (0: the first batches of an accumulated update)
-        self._last_step = step
-        values = dict(logs or {})
-        for metric in self._mean_metrics():
-            total, count = _totals(metric)
-            offset = self._offsets.get(metric.name, (0.0, 0.0))
-            self._offsets[metric.name] = (total, count)
-            if count - offset[1] > 0:
-                values[metric.name] = self._result_of(metric, total - offset[0],
-                                                      count - offset[1])
-        with self.writer.as_default():
-            for name, value in values.items():
-                write_scalar(name, value, step)
-            learning_rate = self.model.optimizer.learning_rate
-            write_scalar("learning_rate", keras.ops.convert_to_numpy(learning_rate), step)
-        self.writer.flush()
-
-    def on_train_end(self, logs=None):
-        self.writer.flush()
-
-    def _mean_metrics(self):
-        return [metric for metric in self.model.metrics
-                if isinstance(metric, keras.metrics.Mean)]
-
-    def _result_of(self, metric, total, count):
-        """What `metric` would report with these totals (its own `result`, e.g. `exp` for
-        perplexity)."""
-        if metric.name not in self._scratch:
-            self._scratch[metric.name] = metric.__class__.from_config(metric.get_config())
-        scratch = self._scratch[metric.name]
-        scratch.total.assign(total)
-        scratch.count.assign(count)
-        return float(keras.ops.convert_to_numpy(scratch.result()))
-
-
-def _totals(metric):
-    return (float(keras.ops.convert_to_numpy(metric.total)),
-            float(keras.ops.convert_to_numpy(metric.count)))
 
 
 class _Evaluation(keras.callbacks.Callback):
@@ -463,22 +379,47 @@ class TrainingResult:
 
 
 def train(config, time_limit=None, verbose="auto"):
-    """Trains the model a configuration describes, resuming from its `model_dir`.
+    """Train a model from a YAML run configuration, resuming from its model_dir.
+
+    The configuration (see docs/training.md) is checked first: every mistake (unknown
+    key, wrong type, missing file, options that disagree) is reported with its key path
+    and the command stops with status 2 before anything runs. Then: tokenizers and
+    vocabularies (data), the Transformer (model), the training data pipeline (train),
+    and training with a progress bar, until train.max_step optimizer steps (or
+    --time-limit). The latest checkpoint of model_dir is restored first, so running the
+    command again continues a run. Checkpoints go to model_dir every
+    train.save_checkpoints_steps steps (the last train.keep_checkpoint_max kept),
+    TensorBoard logs to model_dir/logs (tensorboard --logdir MODEL_DIR/logs). With
+    data.eval_features_file and data.eval_labels_file, at every multiple of eval.steps
+    steps (also in a resumed run) and at the end, the validation set is scored (loss,
+    and BLEU and chrF of its translations, printed with the sacreBLEU signatures and
+    appended to model_dir/evaluations.jsonl), eval.export_on_best exports the best
+    model to model_dir/export/STEP, and eval.early_stopping ends training when the
+    scores stop improving (OpenNMT-tf's condition). At the end,
+    train.average_last_checkpoints checkpoints are averaged into model_dir/avg.
+    SIGTERM (sent by `kill`, Slurm or Kubernetes before they kill a job) and Ctrl-C end
+    training after the current step with a checkpoint, skip the final evaluation and
+    averaging, and exit with status 143 (128 + 15) or 130 (128 + 2); a second Ctrl-C
+    stops at once, still saving a checkpoint. A loss that becomes NaN or infinite ends
+    the run with one line and status 1 (the last checkpoint is the one before it). A
+    checkpoint that cannot be written (a full disk) ends it with one line and status 2,
+    the previous checkpoint still the latest.
+    Several GPUs are used together; with TF_CONFIG set, the command is one worker of a
+    multi-worker run (a worker that dies ends the others with one line and status 1);
+    train.tpu trains on a TPU (docs/training.md, Running on several devices).
 
     Args:
-        config: a configuration from `kerasnmt.config.load_config` with every key of
-            `TRAINING_KEYS` set.
-        time_limit: stop after this many seconds of training (checked after each batch),
-            besides `train.max_step`.
-        verbose: Keras' progress display: `"auto"`, 0 (silent), 1 (progress bar) or 2
-            (one line an epoch).
+        config: the run configuration (a path, or a configuration `load_config`
+            returned; every key of `TRAINING_KEYS` set)
+        time_limit: also stop after this many seconds of training (a checkpoint is
+            saved)
+        verbose: Keras' progress display: "auto", 0 (silent), 1 (a progress bar) or 2
+            (one line an epoch; an epoch is eval.steps steps)
 
     Returns:
         A `TrainingResult`.
     """
-    missing = missing_keys(config, TRAINING_KEYS)
-    if missing:
-        raise ValueError(f"training needs these configuration keys: {', '.join(missing)}")
+    config = run_configuration(config, required=TRAINING_KEYS)
     train_section, data = config["train"], config["data"]
     strategy = training_strategy(config)  # First: a multi-worker one sets up collectives.
     model_dir = config["model_dir"]
@@ -530,7 +471,7 @@ def train(config, time_limit=None, verbose="auto"):
     callbacks = [moving_average] if moving_average is not None else []
     callbacks += [
         checkpoints,
-        _TrainingSummaries(
+        TrainingSummaries(
             os.path.join(output_config["model_dir"], LOG_DIRECTORY, "train"),
             train_section["save_summary_steps"],
         ),
@@ -555,7 +496,7 @@ def train(config, time_limit=None, verbose="auto"):
                 callbacks=callbacks,
                 verbose=verbose,
             )
-    except tf.errors.UnavailableError as error:
+    except tf.errors.UnavailableError:
         if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
             raise
         raise WorkerLostError(
