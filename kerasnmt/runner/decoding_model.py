@@ -13,6 +13,10 @@ Examples:
 import os
 import sys
 
+import keras
+
+from kerasnmt.decoding import BeamSampler, float32_translator
+from kerasnmt.decoding.option_rules import decoding_option_problems
 from kerasnmt.runner.option_error import OptionError
 from kerasnmt.runner.run_checkpoints import restore_translator
 from kerasnmt.runner.run_config import run_configuration
@@ -31,12 +35,8 @@ def load_model_for_decoding(config=None, checkpoint=None, model=None):
     """The `Translator` (and configuration, or None) that `config`/`checkpoint` or
     `model` name, in float32 whatever precision it trained in (as its export decodes:
     `kerasnmt.decoding.precision`)."""
-    from kerasnmt.decoding import float32_translator
-
     config = run_configuration(config, required=MODEL_KEYS) if config else None
     if model:
-        import keras
-
         if not os.path.isfile(model):
             raise OSError(f"{model}: no such file")
         translator = keras.saving.load_model(model, compile=False)
@@ -50,8 +50,6 @@ def load_model_for_decoding(config=None, checkpoint=None, model=None):
 def decoding_sampler(config, n_best, early_exit=False):
     """The `BeamSampler` of the configuration's decoding options (a width-4 beam without
     one), returning `n_best` hypotheses."""
-    from kerasnmt.decoding import BeamSampler
-
     if config is None:
         return BeamSampler(n_best=n_best, early_exit=early_exit)
     sampler = build_sampler(config, n_best=n_best)
@@ -62,8 +60,6 @@ def decoding_sampler(config, n_best, early_exit=False):
 
 def check_n_best(n_best, config):
     """Refuses an `--n-best` that the configuration's beam cannot give."""
-    from kerasnmt.decoding.option_rules import decoding_option_problems
-
     if n_best and config:
         problems = decoding_option_problems(
             {"n_best": n_best, "beam_size": config["params"]["beam_width"]},

@@ -1,6 +1,13 @@
 """`kerasnmt export`: a trained model as a SavedModel that translates raw text, or as a
 CTranslate2 model directory."""
 
+from kerasnmt.export import (
+    DEFAULT_MAXIMUM_SOURCE_LENGTH,
+    export_translator,
+    next_version_path,
+    quantize_dense_layers,
+)
+from kerasnmt.export.ctranslate2 import check_output, export_ctranslate2
 from kerasnmt.export.formats import EXPORT_FORMATS, FORMAT_OPTIONS
 from kerasnmt.runner.decoding_model import (
     check_model_arguments,
@@ -105,8 +112,6 @@ def export(output, config=None, checkpoint=None, model=None, format="savedmodel"
     if format == "ctranslate2":
         return _export_ctranslate2(output, config, checkpoint, model, quantization, force,
                                    n_best, maximum_source_length)
-    from kerasnmt.export import export_translator, next_version_path, quantize_dense_layers
-
     translator, config = load_model_for_decoding(config, checkpoint, model)
     if quantization:
         quantize_dense_layers(translator, quantization)
@@ -127,8 +132,6 @@ def export(output, config=None, checkpoint=None, model=None, format="savedmodel"
 def _export_options(config, n_best, maximum_source_length):
     """The options both export formats take from the configuration (or None) and the
     command line, and the number of hypotheses."""
-    from kerasnmt.export import DEFAULT_MAXIMUM_SOURCE_LENGTH
-
     options = decoding_options(config) if config is not None else {}
     if maximum_source_length:
         options["maximum_source_length"] = maximum_source_length
@@ -142,8 +145,6 @@ def _export_options(config, n_best, maximum_source_length):
 def _export_ctranslate2(output, config, checkpoint, model, quantization, force, n_best,
                         maximum_source_length):
     """`export(format="ctranslate2")`: the checks that need no model first."""
-    from kerasnmt.export.ctranslate2 import check_output, export_ctranslate2
-
     try:
         import ctranslate2  # noqa: F401 (checked before the model is read)
     except ImportError:
