@@ -30,7 +30,8 @@ from kerasnmt.data.shards import write_shards
 from kerasnmt.data.text_files import ERROR_POLICIES
 from kerasnmt.data.vocabulary import load_vocabulary, save_vocabulary
 from kerasnmt.data.vocabulary_builder import DEFAULT_TOLERANCE, build_vocabulary
-from kerasnmt.evaluation import BLEU_TOKENIZERS, check_moses_language, score_files
+from kerasnmt.decoding.translate import TRANSLATION_BATCH_SIZE
+from kerasnmt.evaluation import BLEU_TOKENIZERS, DEFAULT_LANGUAGE, check_moses_language, score_files
 
 PROGRAM = "kerasnmt"
 BAD_INPUT_STATUS = 2
@@ -305,7 +306,7 @@ def evaluate(parser):
         help="sacreBLEU's tokenizer for BLEU (default: %(default)s, sacreBLEU's own default)",
     )
     parser.add_argument(
-        "--language", type=moses_language, default="en",
+        "--language", type=moses_language, default=DEFAULT_LANGUAGE,
         help="language of the translations, for the Moses tokenizer of the tokenized "
         "lowercased BLEU, as the Moses scripts' -l (default: %(default)s)",
     )
@@ -993,15 +994,14 @@ def translate(parser):
     )
     parser.add_argument(
         "--batch-size", type=positive_int,
-        help="sentences translated together (default: infer.batch_size of --config, else 32)",
+        help="sentences translated together (default: infer.batch_size of --config, else "
+        f"{TRANSLATION_BATCH_SIZE})",
     )
     _add_early_exit_argument(parser)
     _add_shortlist_argument(parser)
     _add_no_xla_argument(parser)
 
     def run(args):
-        from kerasnmt.training_run import TRANSLATION_BATCH_SIZE
-
         fixed_at_export = {"--early-exit": args.early_exit, "--shortlist": args.shortlist,
                            "--no-xla": args.no_xla}
         for option, given in fixed_at_export.items():
