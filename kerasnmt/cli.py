@@ -693,12 +693,19 @@ def export(parser):
     translate_options.json, the translate_batch arguments of the same decoding options.
     A model option CTranslate2 cannot express is refused before anything is written, and
     an OUTPUT that is not an empty directory is replaced only with --force.
+
+    With --format keras-hub, OUTPUT is a keras-hub preset directory (see
+    docs/keras_hub.md): keras_hub.models.Seq2SeqLM.from_preset(OUTPUT), in a process that
+    has imported kerasnmt, loads it, and its generate translates with the same decoding
+    options as kerasnmt translate --config. An OUTPUT that is not an empty directory is
+    replaced only with --force.
     """
     parser.add_argument(
         "output", metavar="OUTPUT",
         help="the SavedModel directory to write (replaced if it exists); with "
         "--next-version, the model base path in which version OUTPUT/N is written; with "
-        "--format ctranslate2, the CTranslate2 model directory",
+        "--format ctranslate2, the CTranslate2 model directory; with --format keras-hub, "
+        "the preset directory",
     )
     _add_model_arguments(parser)
     parser.add_argument(
@@ -715,8 +722,8 @@ def export(parser):
     )
     parser.add_argument(
         "--force", action="store_true",
-        help="with --format ctranslate2: replace an OUTPUT that is not an empty directory "
-        "(a SavedModel export always replaces OUTPUT)",
+        help="with --format ctranslate2 or keras-hub: replace an OUTPUT that is not an "
+        "empty directory (a SavedModel export always replaces OUTPUT)",
     )
     parser.add_argument(
         "--next-version", action="store_true",
@@ -760,6 +767,8 @@ def export(parser):
             parser.error("; ".join(filter(None, refusals)))
         if args.format == "ctranslate2":
             return _export_ctranslate2(parser, args)
+        if args.format == "keras-hub":
+            return _export_keras_hub(args)
         translator, config = _load_model_for_decoding(args)
         if args.quantization:
             quantize_dense_layers(translator, args.quantization)
@@ -815,6 +824,25 @@ def _export_ctranslate2(parser, args):
     options, n_best = _export_options(args, config)
     export_ctranslate2(translator, args.output, quantization=args.quantization,
                        sampler=_sampler(config, n_best), force=args.force, **options)
+    print(f"Exported to {args.output}")
+
+
+def _export_keras_hub(args):
+    """`kerasnmt export --format keras-hub`: a preset whose `generate` decodes as
+    `kerasnmt translate` does with the same configuration."""
+    from kerasnmt.export import save_preset
+    from kerasnmt.export.directories import check_output
+
+    check_output(args.output, args.force)
+    translator, config = _load_model_for_decoding(args)
+    _check_n_best(args.n_best, config)
+    if config is not None and config["params"]["shortlist"]:
+        raise ValueError("params.shortlist cannot be written in a keras-hub preset (a "
+                         "vocabulary map file): remove it from the configuration to export "
+                         "the model without it")
+    options, n_best = _export_options(args, config)
+    save_preset(translator, args.output, sampler=_sampler(config, n_best, args.early_exit),
+                force=args.force, jit_compile=not args.no_xla, **options)
     print(f"Exported to {args.output}")
 
 

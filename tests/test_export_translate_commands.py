@@ -498,7 +498,7 @@ def test_export_to_ctranslate2_refuses_bad_input_before_writing(trained_run, cap
     with pytest.raises(SystemExit):
         cli.main(["export", str(output), "--config", str(config_path), "--force"])
     assert ("--force does not apply to --format savedmodel (it goes with --format "
-            "ctranslate2)" in capsys.readouterr().err)
+            "ctranslate2, keras-hub)" in capsys.readouterr().err)
     with monkeypatch.context() as patch:
         patch.setitem(sys.modules, "ctranslate2", None)  # as if not installed
         with pytest.raises(SystemExit):

@@ -285,6 +285,11 @@ class Translator(keras.Model):
 
         return export_translator(self, filepath, sampler=sampler, **options)
 
+    def save_to_preset(self, preset_dir, sampler=None, force=False, **translate_options):
+        """A keras-hub preset of this model: `kerasnmt.export.save_preset(self, ...)`."""
+        from kerasnmt.export import save_preset  # noqa: PLC0415 (kerasnmt.export imports this module)
+        return save_preset(self, preset_dir, sampler, force, **translate_options)
+
     # Loss and metrics.
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
