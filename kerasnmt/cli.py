@@ -29,6 +29,7 @@ from kerasnmt.data.pipeline_errors import corpus_error
 from kerasnmt.data.result_file import check_result_path, result_file
 from kerasnmt.data.sentencepiece_trainer import MODEL_TYPES
 from kerasnmt.data.text_files import ERROR_POLICIES
+from kerasnmt.decoding.translate import TRANSLATION_BATCH_SIZE
 from kerasnmt.evaluation import BLEU_TOKENIZERS, check_moses_language
 from kerasnmt.export.formats import ALL_QUANTIZATIONS, EXPORT_FORMATS
 from kerasnmt.runner import run_model, training_run
@@ -39,7 +40,7 @@ from kerasnmt.runner.decoding_model import (
     load_model_for_decoding,
 )
 from kerasnmt.runner.option_error import OptionError
-from kerasnmt.runner.run_model import TRANSLATION_BATCH_SIZE, decoding_options
+from kerasnmt.runner.run_model import decoding_options
 from kerasnmt.training import NonFiniteLossError
 from kerasnmt.training.distribution import WorkerLostError
 
@@ -277,6 +278,10 @@ class _SavedModelTranslator:
         self.signature = model.signatures["n_best" if self.n_best_signature else "serving_default"]
         self.n_best = n_best
         self.with_alignments = with_alignments
+        # Each translated sentence's count of unknown source tokens, in translation order;
+        # exports written before the signatures returned it give none.
+        self.unknown_source_tokens = [] if "unknown_source_tokens" in (
+            self.signature.structured_outputs) else None
         # What the export provides is in the signature's output specs: refuse before
         # reading or decoding anything.
         outputs = self.signature.structured_outputs
@@ -294,6 +299,8 @@ class _SavedModelTranslator:
         """A list of n-best lists of hypotheses (`text`, `score`[, `alignment`]), one per
         sentence."""
         outputs = self.signature(source=self.tf.constant(sentences, self.tf.string))
+        if self.unknown_source_tokens is not None:
+            self.unknown_source_tokens.append(outputs["unknown_source_tokens"].numpy())
         if not self.n_best_signature:
             return [[{"text": text.decode("utf-8"), "score": float(score)}] for text, score in
                     zip(outputs["translation"].numpy(), outputs["score"].numpy())]
@@ -387,9 +394,10 @@ def translate(parser):
     With --saved-model, the SavedModel decides the decoding options (fixed at export);
     with --config (and --checkpoint) or --model, they come from the configuration's
     params section (beam_width, length_penalty, ...). Sentences are translated in
-    batches of similar lengths; a progress bar is shown when --output is a file. With
-    --config or --model, source tokens the source vocabulary lacks (read as <unk>) are
-    counted, and a warning on stderr says how many, in how many sentences.
+    batches of similar lengths; a progress bar is shown when --output is a file. Source
+    tokens the source vocabulary lacks (read as <unk>) are counted, and a warning on stderr
+    says how many, in how many sentences (a SavedModel counts those left after its
+    maximum_source_length cut; one exported by kerasnmt 0.1.0 does not count them).
 
     --output FILE is written whole or not at all: the translations go to a temporary
     file beside it, renamed to FILE once it holds one line per source line (N with
@@ -420,7 +428,8 @@ def translate(parser):
     )
     parser.add_argument(
         "--batch-size", type=positive_int,
-        help="sentences translated together (default: infer.batch_size of --config, else 32)",
+        help="sentences translated together (default: infer.batch_size of --config, else "
+        f"{TRANSLATION_BATCH_SIZE})",
     )
     _add_early_exit_argument(parser)
     _add_shortlist_argument(parser)
@@ -468,11 +477,12 @@ def translate(parser):
         )
         if not args.output:
             sys.stdout.writelines(lines)
-            _report_unknown_source_tokens(unknown, translator)
-            return
-        with result_file(args.output, expected_lines=len(sentences) * n_best) as stream:
-            stream.writelines(lines)
-        print(f"wrote {len(sentences)} translations to {args.output}")
+        else:
+            with result_file(args.output, expected_lines=len(sentences) * n_best) as stream:
+                stream.writelines(lines)
+            print(f"wrote {len(sentences)} translations to {args.output}")
+        if args.saved_model and translate_batch.unknown_source_tokens is not None:
+            unknown = np.concatenate(translate_batch.unknown_source_tokens + [np.zeros([0])])
         _report_unknown_source_tokens(unknown, translator)
 
     return run
@@ -497,7 +507,8 @@ def _report_unknown_source_tokens(unknown, translator):
 
     tokens, sentences = int(unknown.sum()), int(np.count_nonzero(unknown))
     hint = ""
-    tokenizer = translator.preprocessor.source_tokenizer
+    # A SavedModel's tokenizer is in its graph (`translator` is None): no hint then.
+    tokenizer = translator.preprocessor.source_tokenizer if translator else None
     if isinstance(tokenizer, SentencePieceTokenizer) and not tokenizer.byte_fallback:
         hint = ("; a SentencePiece vocabulary with byte fallback (kerasnmt build-vocab "
                 "--sentencepiece, without --no-byte-fallback) spells unseen characters in "

@@ -1,9 +1,10 @@
 """`kerasnmt evaluate`: translations scored against references (sacreBLEU)."""
 
-from kerasnmt.evaluation import score_files
+from kerasnmt.evaluation import DEFAULT_LANGUAGE, score_files
 
 
-def evaluate(hypotheses, references, lowercase=False, tokenize="13a", language="en"):
+def evaluate(hypotheses, references, lowercase=False, tokenize="13a",
+             language=DEFAULT_LANGUAGE):
     """Score translations against references with BLEU and chrF2 (sacreBLEU).
 
     Both files are detokenized text, UTF-8, one sentence a line, line-aligned: score

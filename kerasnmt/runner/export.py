@@ -1,13 +1,15 @@
-"""`kerasnmt export`: a trained model as a SavedModel that translates raw text, or as a
-CTranslate2 model directory."""
+"""`kerasnmt export`: a trained model as a SavedModel that translates raw text, a
+CTranslate2 model directory, or a keras-hub preset."""
 
 from kerasnmt.export import (
     DEFAULT_MAXIMUM_SOURCE_LENGTH,
     export_translator,
     next_version_path,
     quantize_dense_layers,
+    save_preset,
 )
-from kerasnmt.export.ctranslate2 import check_output, export_ctranslate2
+from kerasnmt.export.ctranslate2 import export_ctranslate2
+from kerasnmt.export.directories import check_output
 from kerasnmt.export.formats import EXPORT_FORMATS, FORMAT_OPTIONS
 from kerasnmt.runner.decoding_model import (
     check_model_arguments,
@@ -46,13 +48,20 @@ def export(output, config=None, checkpoint=None, model=None, format="savedmodel"
     with --quantization), the vocabularies, the SentencePiece models and
     translate_options.json, the translate_batch arguments of the same decoding options.
     A model option CTranslate2 cannot express is refused before anything is written, and
-    an OUTPUT that is not an empty directory is replaced only with --force. The options a
-    format does not take are refused before anything is read.
+    an OUTPUT that is not an empty directory is replaced only with --force.
+
+    With --format keras-hub, OUTPUT is a keras-hub preset directory (see
+    docs/keras_hub.md): keras_hub.models.Seq2SeqLM.from_preset(OUTPUT), in a process that
+    has imported kerasnmt, loads it, and its generate translates with the same decoding
+    options as kerasnmt translate --config. An OUTPUT that is not an empty directory is
+    replaced only with --force. The options a format does not take are refused before
+    anything is read.
 
     Args:
         output: the SavedModel directory to write (replaced if it exists); with
             --next-version, the model base path in which version OUTPUT/N is written; with
-            --format ctranslate2, the CTranslate2 model directory
+            --format ctranslate2, the CTranslate2 model directory; with --format
+            keras-hub, the preset directory
         config: the run configuration: the model's shape and vocabularies, and the
             decoding options (params); the weights come from its model_dir (a path, or a
             configuration `load_config` returned)
@@ -66,8 +75,8 @@ def export(output, config=None, checkpoint=None, model=None, format="savedmodel"
         quantization: SavedModel: int8, Keras int8 weights for the Dense layers (the
             embeddings stay float); with --format ctranslate2: CTranslate2's weight type
             (default: float32 as trained)
-        force: with --format ctranslate2: replace an OUTPUT that is not an empty
-            directory (a SavedModel export always replaces OUTPUT)
+        force: with --format ctranslate2 or keras-hub: replace an OUTPUT that is not an
+            empty directory (a SavedModel export always replaces OUTPUT)
         next_version: write OUTPUT/N with N one more than the highest version number in
             OUTPUT (TF Serving's layout; 1 for a new OUTPUT)
         n_best: hypotheses the n_best signature returns (default: params.num_hypotheses;
@@ -98,7 +107,7 @@ def export(output, config=None, checkpoint=None, model=None, format="savedmodel"
         >>> export("exported", config="run.yml", format="ctranslate2", no_xla=True)
         Traceback (most recent call last):
         ...
-        kerasnmt.runner.option_error.OptionError: --no-xla does not apply to --format ctranslate2 (it goes with --format savedmodel)
+        kerasnmt.runner.option_error.OptionError: --no-xla does not apply to --format ctranslate2 (it goes with --format savedmodel, keras-hub)
     """
     check_model_arguments(config, checkpoint, model)
     export_format = EXPORT_FORMATS[format]
@@ -112,6 +121,9 @@ def export(output, config=None, checkpoint=None, model=None, format="savedmodel"
     if format == "ctranslate2":
         return _export_ctranslate2(output, config, checkpoint, model, quantization, force,
                                    n_best, maximum_source_length)
+    if format == "keras-hub":
+        return _export_keras_hub(output, config, checkpoint, model, force, n_best,
+                                 maximum_source_length, early_exit, no_xla)
     translator, config = load_model_for_decoding(config, checkpoint, model)
     if quantization:
         quantize_dense_layers(translator, quantization)
@@ -162,5 +174,23 @@ def _export_ctranslate2(output, config, checkpoint, model, quantization, force, 
     options, n_best = _export_options(config, n_best, maximum_source_length)
     export_ctranslate2(translator, output, quantization=quantization,
                        sampler=decoding_sampler(config, n_best), force=force, **options)
+    print(f"Exported to {output}")
+    return output
+
+
+def _export_keras_hub(output, config, checkpoint, model, force, n_best, maximum_source_length,
+                      early_exit, no_xla):
+    """`export(format="keras-hub")`: a preset whose `generate` decodes as `kerasnmt
+    translate` does with the same configuration."""
+    check_output(output, force)
+    translator, config = load_model_for_decoding(config, checkpoint, model)
+    check_n_best(n_best, config)
+    if config is not None and config["params"]["shortlist"]:
+        raise ValueError("params.shortlist cannot be written in a keras-hub preset (a "
+                         "vocabulary map file): remove it from the configuration to export "
+                         "the model without it")
+    options, n_best = _export_options(config, n_best, maximum_source_length)
+    save_preset(translator, output, sampler=decoding_sampler(config, n_best, early_exit),
+                force=force, jit_compile=not no_xla, **options)
     print(f"Exported to {output}")
     return output

@@ -23,8 +23,6 @@ from kerasnmt.training.precision import choose_precision
 
 # What a configuration must set to build a model.
 MODEL_KEYS = ("data.source_vocabulary", "data.target_vocabulary")
-# Sentences translated together when a batch size is counted in tokens.
-TRANSLATION_BATCH_SIZE = 32
 
 
 def build_preprocessor(config):

@@ -40,9 +40,9 @@ from kerasnmt.models import Translator
 from kerasnmt.runner.run_checkpoints import average_run_checkpoints
 from kerasnmt.runner.run_config import run_configuration
 from kerasnmt.runner.run_dataset import run_training_dataset
+from kerasnmt.decoding.translate import TRANSLATION_BATCH_SIZE
 from kerasnmt.runner.run_model import (
     MODEL_KEYS,
-    TRANSLATION_BATCH_SIZE,
     build_sampler,
     build_translator,
     decoding_options,
