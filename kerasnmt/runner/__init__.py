@@ -1,5 +1,9 @@
 """What each `kerasnmt` command does, as library calls with the command's options as
-keyword arguments (`kerasnmt SUBCOMMAND --help` says what each does).
+keyword arguments (`kerasnmt SUBCOMMAND --help` prints each function's docstring):
+`train`, `evaluate`, `translate_file`, `export`, `average_checkpoints`, `build_vocab`,
+`check_vocab`, `prepare` and `build_shortlist`. For example,
+`translate_file(input="test.en", output="test.de", config="run.yml", n_best=2)` is
+`kerasnmt translate --input test.en --output test.de --config run.yml --n-best 2`.
 
 `kerasnmt/cli.py` only parses the command line into these arguments and reports errors.
 A function refuses its outputs before it starts work, and raises `OptionError` (a
@@ -16,6 +20,7 @@ from kerasnmt.runner.build_vocab import build_vocab
 from kerasnmt.runner.check_vocab import check_vocab
 from kerasnmt.runner.evaluate import evaluate
 from kerasnmt.runner.export import export
+from kerasnmt.runner.file_translation import translate_file
 from kerasnmt.runner.option_error import OptionError
 from kerasnmt.runner.prepare import prepare
 from kerasnmt.runner.training_run import TrainingResult, train
@@ -31,4 +36,5 @@ __all__ = [
     "export",
     "prepare",
     "train",
+    "translate_file",
 ]

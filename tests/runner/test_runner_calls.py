@@ -10,13 +10,39 @@ import tensorflow as tf
 from kerasnmt import runner
 from kerasnmt.config import load_config
 from kerasnmt.runner.run_checkpoints import restore_translator
-from tests.test_written_by_0_1_0 import FIXTURE
+from tests.test_written_by_0_1_0 import FIXTURE, _scored
 
 
 @pytest.fixture
 def run(tmp_path):
     """A copy of the committed 0.1.0 run (a trained tiny model, its vocabularies, val.src)."""
     return shutil.copytree(FIXTURE / "run", tmp_path / "run")
+
+
+def test_translate_file_writes_the_translations_the_0_1_0_run_wrote(run, capsys):
+    output = run / "val.out"
+    count = runner.translate_file(input=str(run / "val.src"), output=str(output),
+                                  config=str(run / "run.yml"), with_scores=True, no_xla=True)
+    lines = output.read_text(encoding="utf-8").splitlines()
+    assert count == len(lines)
+    texts, scores = _scored(lines)
+    expected_texts, expected_scores = _scored(
+        (FIXTURE / "run" / "val.translations").read_text(encoding="utf-8").splitlines())
+    assert texts == expected_texts
+    np.testing.assert_allclose(scores, expected_scores, atol=1e-4)
+    assert f"wrote {count} translations to {output}" in capsys.readouterr().out
+
+
+def test_translate_file_refuses_its_input_as_output_before_reading_the_model(run, capsys):
+    source = run / "val.src"
+    before = source.read_bytes()
+    with pytest.raises(ValueError, match="is also an input: writing it would replace"):
+        runner.translate_file(input=str(source), output=str(source),
+                              config=str(run / "run.yml"))
+    assert source.read_bytes() == before
+    assert "Restored" not in capsys.readouterr().err
+    with pytest.raises(runner.OptionError, match="--no-xla does not apply to --saved-model"):
+        runner.translate_file(saved_model=str(run), no_xla=True)
 
 
 def test_average_checkpoints_is_the_mean_of_the_weights(run, tmp_path):
