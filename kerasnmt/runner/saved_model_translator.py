@@ -1,10 +1,10 @@
 """Batches of sentences translated by an exported SavedModel, through its signatures."""
 
 
-import os
-
 import numpy as np
 import tensorflow as tf
+
+from kerasnmt.export.saved_model_directory import check_saved_model_directory
 
 
 class SavedModelTranslator:
@@ -28,7 +28,7 @@ class SavedModelTranslator:
         sentence.
 
     Raises:
-        OSError: `path` is not a SavedModel directory.
+        OSError: `path` is not a complete SavedModel directory.
         ValueError: the export cannot give `n_best` hypotheses or the alignments.
 
     Examples:
@@ -40,8 +40,7 @@ class SavedModelTranslator:
     """
 
     def __init__(self, path, n_best, with_alignments):
-        if not os.path.isfile(os.path.join(path, "saved_model.pb")):
-            raise OSError(f"{path}: not a SavedModel directory (no saved_model.pb)")
+        check_saved_model_directory(path)
         model = tf.saved_model.load(path)
         self.n_best_signature = n_best > 1 or with_alignments
         self.signature = model.signatures["n_best" if self.n_best_signature else "serving_default"]
