@@ -15,15 +15,15 @@ build each part of a training run from its configuration; `training_run.train` r
 """
 
 from kerasnmt.runner.average import average_checkpoints
-from kerasnmt.runner.build_shortlist import build_shortlist
-from kerasnmt.runner.build_vocab import build_vocab
-from kerasnmt.runner.check_vocab import check_vocab
-from kerasnmt.runner.evaluate import evaluate
-from kerasnmt.runner.export import export
+from kerasnmt.runner.corpus_preparation import prepare
 from kerasnmt.runner.file_translation import translate_file
+from kerasnmt.runner.model_export import export
 from kerasnmt.runner.option_error import OptionError
-from kerasnmt.runner.prepare import prepare
+from kerasnmt.runner.scoring import evaluate
+from kerasnmt.runner.shortlist_estimation import build_shortlist
 from kerasnmt.runner.training_run import TrainingResult, train
+from kerasnmt.runner.vocabulary_build import build_vocab
+from kerasnmt.runner.vocabulary_check import check_vocab
 
 __all__ = [
     "OptionError",
