@@ -26,7 +26,8 @@ sys.path.insert(0, REPOSITORY)
 import keras  # noqa: E402
 
 from kerasnmt.config import load_config  # noqa: E402
-from kerasnmt.training_run import build_preprocessor, run_training_dataset  # noqa: E402
+from kerasnmt.runner.run_dataset import run_training_dataset  # noqa: E402
+from kerasnmt.runner.run_model import build_preprocessor  # noqa: E402
 
 
 def main():

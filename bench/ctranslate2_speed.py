@@ -260,7 +260,7 @@ def prepare(arguments):
     )
     from kerasnmt.decoding import float32_translator
     from kerasnmt.decoding import BeamSampler
-    from kerasnmt.training_run import build_shortlist
+    from kerasnmt.runner.run_model import build_shortlist
 
     started = time.perf_counter()
     sampler_options = sampler_options_of(arguments)
@@ -268,7 +268,8 @@ def prepare(arguments):
     config = None
     if arguments.config:
         from kerasnmt.config import load_config
-        from kerasnmt.training_run import MODEL_KEYS, decoding_options, restore_translator
+        from kerasnmt.runner.run_checkpoints import restore_translator
+        from kerasnmt.runner.run_model import MODEL_KEYS, decoding_options
 
         config = load_config(arguments.config, required=MODEL_KEYS)
         translator, checkpoint = restore_translator(config, arguments.checkpoint)

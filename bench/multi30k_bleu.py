@@ -71,15 +71,14 @@ from kerasnmt.evaluation import read_lines, score_translations  # noqa: E402
 from kerasnmt.export import export_translator, next_version_path  # noqa: E402
 from kerasnmt.decoding import float32_translator  # noqa: E402
 from kerasnmt.decoding import BeamSampler  # noqa: E402
-from kerasnmt.training_run import (  # noqa: E402
-    TRAINING_KEYS,
-    accumulation_steps,
+from kerasnmt.runner.run_dataset import run_training_dataset  # noqa: E402
+from kerasnmt.runner.run_model import (  # noqa: E402
     build_preprocessor,
     build_sampler,
     decoding_options,
-    run_training_dataset,
-    train,
 )
+from kerasnmt.runner.run_optimizer import accumulation_steps  # noqa: E402
+from kerasnmt.runner.training_run import TRAINING_KEYS, train  # noqa: E402
 
 SHARED_DATA = os.path.join(REPOSITORY, "..", "shared", "data", "multi30k")
 # Each recipe's configuration and the SentencePiece model it is trained with.

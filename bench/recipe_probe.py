@@ -29,7 +29,7 @@ sys.path.insert(0, REPOSITORY)
 
 from learning_curves import training_losses  # noqa: E402
 from kerasnmt.config import check_config  # noqa: E402
-from kerasnmt.training_run import TRAINING_KEYS, train  # noqa: E402
+from kerasnmt.runner.training_run import TRAINING_KEYS, train  # noqa: E402
 
 
 def parse_arguments():

@@ -3,7 +3,7 @@
 import yaml
 
 from kerasnmt.config import load_config
-from kerasnmt.training_run import restore_translator
+from kerasnmt.runner.run_checkpoints import restore_translator
 from tests.models.translator_fixtures import SOURCE_WORDS, SPECIALS, TARGET_WORDS, corpus
 
 

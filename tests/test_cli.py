@@ -160,6 +160,17 @@ def test_byte_fallback_misfits_are_one_line_errors(tmp_path, capsys, raw, argv, 
     assert not (tmp_path / "sp.model").exists()
 
 
+def test_sentencepiece_byte_budget_all_samples_every_line(tmp_path, capsys, raw):
+    """`--file-byte-budget all` takes every line (no budget), the default 1e6 characters."""
+    for budget, recorded in (["--file-byte-budget", "all"], None), ([], 1e6):
+        prefix = tmp_path / f"sp{len(budget)}"
+        status, _, err = run_cli(capsys, "build-vocab", raw, "-o", prefix, "--sentencepiece",
+                                 "--size", 320, *budget)
+        assert status == 0, err
+        record = json.loads((tmp_path / f"{prefix.name}.build.json").read_text(encoding="utf-8"))
+        assert record["options"]["file_byte_budget"] == recorded
+
+
 def test_sentencepiece_byte_budget_is_passed_on(tmp_path, capsys, raw):
     # A budget of 1 character: countermax = int(size / 2) skips every line of the file but
     # none is taken, so SentencePiece gets nothing.
@@ -175,6 +186,7 @@ def test_sentencepiece_byte_budget_is_passed_on(tmp_path, capsys, raw):
      "--min-frequency does not apply to --sentencepiece"),
     (["--model-type", "bpe"], "--model-type needs --sentencepiece"),
     (["--file-byte-budget", "1e6"], "--file-byte-budget needs --sentencepiece"),
+    (["--file-byte-budget", "all"], "--file-byte-budget needs --sentencepiece"),
     (["--character-coverage", "0.99"], "--character-coverage needs --sentencepiece"),
     (["--no-byte-fallback"], "--no-byte-fallback needs --sentencepiece"),
     (["--tolerance", "5"], "--tolerance needs --target-size"),

@@ -15,6 +15,7 @@ import tensorflow as tf
 import yaml
 
 from kerasnmt import cli
+from kerasnmt.runner import file_translation
 from kerasnmt.config import load_config
 from kerasnmt.export.ctranslate2 import read_translate_options
 from kerasnmt.data.lexical_shortlist import LexicalShortlist
@@ -22,7 +23,9 @@ from kerasnmt.export import quantize_dense_layers
 from kerasnmt.decoding import BeamSampler
 from kerasnmt.models import Translator
 from kerasnmt.export.serving_warmup import WARMUP_FILE
-from kerasnmt.training_run import TRAINING_KEYS, build_sampler, restore_translator, train
+from kerasnmt.runner.run_checkpoints import restore_translator
+from kerasnmt.runner.run_model import build_sampler
+from kerasnmt.runner.training_run import TRAINING_KEYS, train
 from tests.models.translator_fixtures import forbid_outside, tiny_translator
 from tests.run_fixtures import tiny_run, write_config, write_corpus
 
@@ -199,27 +202,27 @@ def test_translate_output_is_replaced_only_when_complete(trained_run, capsys, mo
     output.write_text("previous\n", encoding="utf-8")
     arguments = ("translate", "--config", config_path, "--input", directory / "val.src",
                  "--output", output, "--no-xla")
-    translate_in_order = cli._translate_in_order
+    translate_in_order = file_translation.translate_in_order
 
     def crash_after_the_first(*arguments, **options):
         yield translate_in_order(*arguments, **options)[0]
         raise MemoryError("out of memory on line 2")
 
-    monkeypatch.setattr(cli, "_translate_in_order", crash_after_the_first)
+    monkeypatch.setattr(file_translation, "translate_in_order", crash_after_the_first)
     with pytest.raises(MemoryError):
         run_cli(capsys, *arguments)
     assert output.read_text(encoding="utf-8") == "previous\n"
 
-    format_hypothesis = cli.format_hypothesis
-    monkeypatch.setattr(cli, "_translate_in_order", translate_in_order)
-    monkeypatch.setattr(cli, "format_hypothesis",
+    format_hypothesis = file_translation.format_hypothesis
+    monkeypatch.setattr(file_translation, "translate_in_order", translate_in_order)
+    monkeypatch.setattr(file_translation, "format_hypothesis",
                         lambda *arguments: format_hypothesis(*arguments) + "\nextra")
     status, out, err = run_cli(capsys, *arguments)
     assert status == 2
     assert f"{output}: {2 * len(sources)} lines written where {len(sources)} were expected" in err
     assert output.read_text(encoding="utf-8") == "previous\n"
 
-    monkeypatch.setattr(cli, "format_hypothesis", format_hypothesis)
+    monkeypatch.setattr(file_translation, "format_hypothesis", format_hypothesis)
     status, out, err = run_cli(capsys, *arguments)
     assert status == 0, err
     assert output.read_text(encoding="utf-8").splitlines() == [

@@ -3,9 +3,10 @@
 `data` (files, vocabularies, `tf.data` pipelines) depends on nothing else of kerasnmt;
 `layers` builds on `data`; `decoding` (the samplers and the translation path) on `layers`
 and `data`; `training` (schedules, losses, callbacks) on `data` only. The modules
-above them (`models`, `export`, `training_run`, `config`, `evaluation`) may combine them,
-and no module imports the command line (`kerasnmt.cli`). Imports inside functions count
-as well.
+above them (`models`, `export`, `config`, `evaluation`) may combine them; the `runner`
+(what each command does, as library calls) builds on all of these, only the command line
+(`kerasnmt.cli`) imports the runner, and no module imports the command line. Imports
+inside functions count as well.
 """
 
 import ast
@@ -21,6 +22,8 @@ ALLOWED_IMPORTS = {
     "layers": {"layers", "data"},
     "decoding": {"decoding", "layers", "data"},
     "training": {"training", "data"},
+    "runner": {"runner", "models", "decoding", "export", "training", "data", "layers",
+               "config", "evaluation"},
 }
 
 
@@ -79,6 +82,17 @@ def test_no_module_imports_the_command_line():
         if path != ROOT / "kerasnmt" / "cli.py"
         for line, module in kerasnmt_imports(path, ROOT)
         if part_of(module) == "cli"
+    ]
+    assert not violations, "\n".join(violations)
+
+
+def test_only_the_command_line_imports_the_runner():
+    violations = [
+        f"{path.relative_to(ROOT)}:{line}: imports {module}; only the command line is above it"
+        for path in sorted((ROOT / "kerasnmt").rglob("*.py"))
+        if path != ROOT / "kerasnmt" / "cli.py" and "runner" not in path.relative_to(ROOT).parts
+        for line, module in kerasnmt_imports(path, ROOT)
+        if part_of(module) == "runner"
     ]
     assert not violations, "\n".join(violations)
 

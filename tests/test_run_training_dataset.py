@@ -6,7 +6,8 @@ import pytest
 
 from kerasnmt.config import load_config
 from kerasnmt.training import precision
-from kerasnmt.training_run import build_preprocessor, build_translator, run_training_dataset
+from kerasnmt.runner.run_dataset import run_training_dataset
+from kerasnmt.runner.run_model import build_preprocessor, build_translator
 from tests.run_fixtures import tiny_run, write_config, write_corpus
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from kerasnmt import cli
 from kerasnmt.config import load_config
-from kerasnmt.training_run import TRAINING_KEYS, train
+from kerasnmt.runner.training_run import TRAINING_KEYS, train
 from tests.run_fixtures import checkpoint_weights, tiny_run, write_config, write_corpus
 
 # Long tests (training): run first (tests/conftest.py), in a file of their own so that

@@ -1,6 +1,7 @@
-"""`kerasnmt train` / `kerasnmt.training_run.train` and `kerasnmt average-checkpoints`."""
+"""`kerasnmt train` / `kerasnmt.runner.training_run.train` and `kerasnmt average-checkpoints`."""
 
 import contextlib
+import errno
 import functools
 import glob
 import io
@@ -17,20 +18,17 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from kerasnmt import cli, training_run
+from kerasnmt import cli
+from kerasnmt.runner import training_run
 from kerasnmt.config import default_config, load_config
 from kerasnmt.evaluation import score_translations
 from kerasnmt.models import Translator
 from kerasnmt.training import NonFiniteLossError, Perplexity
 from kerasnmt.training.readable_checkpoint import checkpoint_damage
-from kerasnmt.training_run import (
-    TRAINING_KEYS,
-    _TrainingSummaries,
-    build_sampler,
-    early_stop,
-    restore_translator,
-    train,
-)
+from kerasnmt.runner.run_checkpoints import restore_translator
+from kerasnmt.runner.run_model import build_sampler
+from kerasnmt.runner.training_run import TRAINING_KEYS, early_stop, train
+from kerasnmt.runner.training_summaries import TrainingSummaries
 from tests.run_fixtures import checkpoint_weights, tiny_run, write_config, write_corpus
 
 # Long tests (training, exports, decoding): run first (tests/conftest.py).
@@ -270,7 +268,7 @@ def test_training_summaries_average_the_steps_since_the_last_one(tmp_path):
     batch_logs = _BatchLogs()
     dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(4).repeat()
     model.fit(dataset, steps_per_epoch=5, epochs=2, verbose=0,
-              callbacks=[batch_logs, _TrainingSummaries(str(tmp_path), every=2)])
+              callbacks=[batch_logs, TrainingSummaries(str(tmp_path), every=2)])
 
     def running_mean(logs, name):  # perplexity is exp(mean)
         return np.log(logs[name]) if name == "perplexity" else logs[name]
@@ -445,12 +443,49 @@ def test_an_interruption_inside_a_step_still_saves_a_checkpoint(run_dir, monkeyp
     assert tf.train.latest_checkpoint(str(model_dir)) == str(model_dir / "ckpt-3")
 
 
+def test_a_full_disk_while_a_checkpoint_is_written_keeps_the_previous_one_the_latest(
+        run_dir, capsys, monkeypatch):
+    """The disk fills up (ENOSPC) while the checkpoint of step 4 is written: one line, exit
+    2, nothing of step 4 left, and the checkpoint of step 2 intact and still the latest,
+    which the same command resumes from once there is space again."""
+    config_path = write_config(run_dir, tiny_run(train={"max_step": 4,
+                                                       "save_checkpoints_steps": 2}))
+    model_dir = run_dir / "model"
+    write = tf.train.Checkpoint._write
+
+    def full_disk_at_step_4(checkpoint, prefix, options=None):
+        if prefix.endswith("ckpt-4"):
+            with open(f"{prefix}.data-00000-of-00001", "wb") as partial:
+                partial.write(b"\0" * 64)
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return write(checkpoint, prefix, options=options)
+
+    monkeypatch.setattr(tf.train.Checkpoint, "_write", full_disk_at_step_4)
+    status = cli.main(["train", "--config", str(config_path), "--verbose", "0"])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err.splitlines()[-1] == (
+        f"kerasnmt train: error: could not write the checkpoint of step 4 to {model_dir}: No "
+        f"space left on device; the latest checkpoint is {model_dir / 'ckpt-2'} (free the "
+        "space and run the same command again to resume from it)")
+    assert "Traceback" not in err
+    assert tf.train.latest_checkpoint(str(model_dir)) == str(model_dir / "ckpt-2")
+    assert not glob.glob(str(model_dir / "ckpt-4*"))
+    assert checkpoint_damage(str(model_dir / "ckpt-2")) is None
+
+    monkeypatch.setattr(tf.train.Checkpoint, "_write", write)
+    status = cli.main(["train", "--config", str(config_path), "--verbose", "0"])
+    out = capsys.readouterr().out
+    assert status == 0
+    assert f"Restored {model_dir / 'ckpt-2'} (step 2)" in out
+    assert tf.train.latest_checkpoint(str(model_dir)) == str(model_dir / "ckpt-4")
+
+
 def test_a_diverged_run_ends_with_one_line_and_status_1(monkeypatch, capsys):
     def diverged(config, **options):
         raise NonFiniteLossError("training diverged at step 7: the loss is nan.")
 
     monkeypatch.setattr(training_run, "train", diverged)
-    monkeypatch.setattr(cli, "load_config", lambda path, required: {})
     assert cli.main(["train", "--config", "run.yml"]) == 1
     assert capsys.readouterr().err == (
         "kerasnmt train: error: training diverged at step 7: the loss is nan.\n")
@@ -461,7 +496,6 @@ def test_an_interrupted_command_exits_130_with_one_line(monkeypatch, capsys):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(training_run, "train", interrupted)
-    monkeypatch.setattr(cli, "load_config", lambda path, required: {})
     assert cli.main(["train", "--config", "run.yml"]) == 130
     assert capsys.readouterr().err == "kerasnmt train: interrupted\n"
 

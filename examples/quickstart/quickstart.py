@@ -30,12 +30,8 @@ from kerasnmt.config import check_config  # noqa: E402
 from kerasnmt.data import train_sentencepiece  # noqa: E402
 from kerasnmt.evaluation import read_lines, score_translations  # noqa: E402
 from kerasnmt.export import export_translator, next_version_path  # noqa: E402
-from kerasnmt.training_run import (  # noqa: E402
-    TRAINING_KEYS,
-    build_sampler,
-    decoding_options,
-    train,
-)
+from kerasnmt.runner.run_model import build_sampler, decoding_options  # noqa: E402
+from kerasnmt.runner.training_run import TRAINING_KEYS, train  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPOSITORY = os.path.dirname(os.path.dirname(HERE))

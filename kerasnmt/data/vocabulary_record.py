@@ -111,3 +111,30 @@ def write_record(output, inputs, options, outputs):
     with result_file(record_path(output)) as file:
         json.dump(record, file, indent=1, sort_keys=True)
         file.write("\n")
+
+
+def get_or_build(files, output, options, outputs, build, force=False):
+    """Tensor2Tensor's get-or-generate: says so in one line and returns when `outputs` were
+    built from the same `files` and `options` (see `stale_reason`), else calls `build()`
+    (saying why when a record disagrees), records how, and says what it wrote.
+
+    Args:
+        files: the input files.
+        output: the vocabulary file, or the prefix of a SentencePiece model's files.
+        options: the options of the build, as recorded.
+        outputs: the files `build` writes.
+        build: writes `outputs` and returns the vocabulary (for its size).
+        force: build even when the record matches.
+    """
+    inputs = describe_inputs(files)
+    reason = None if force else stale_reason(output, inputs, options, outputs)
+    names = " and ".join(outputs)
+    if reason is None and not force:
+        print(f"{names} up to date: built from the same files and options "
+              f"({record_path(output)}); --force builds again")
+        return
+    if reason is not None and os.path.exists(record_path(output)):
+        print(f"building {names} again: {reason}")
+    vocabulary = build()
+    write_record(output, inputs, options, outputs)
+    print(f"wrote {names} ({len(vocabulary)} entries)")

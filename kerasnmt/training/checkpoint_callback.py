@@ -1,7 +1,9 @@
 """Saves the model and optimizer every N steps, keeps the last K, resumes from the latest."""
 
 import contextlib
+import glob
 import os
+import shutil
 
 import keras
 import tensorflow as tf
@@ -33,6 +35,34 @@ def restore_latest(checkpoint, manager, model):
     return path
 
 
+class CheckpointWriteError(OSError):
+    """A checkpoint that could not be written (a full disk, a lost mount): what was written
+    of it is removed, and the checkpoint before it is still the latest."""
+
+
+def remove_partial_checkpoint(prefix):
+    """Removes what a failed write of the checkpoint `prefix` (`DIR/ckpt-STEP`) left: its
+    `.index` and `.data-*` files and TensorFlow's `_temp` directory of shards.
+
+    Examples:
+        >>> import tempfile
+        >>> directory = tempfile.mkdtemp()
+        >>> for name in ("ckpt-2.index", "ckpt-4.data-00000-of-00001", "ckpt-40.index"):
+        ...     open(os.path.join(directory, name), "w").close()
+        >>> os.makedirs(os.path.join(directory, "ckpt-4_temp"))
+        >>> remove_partial_checkpoint(os.path.join(directory, "ckpt-4"))
+        >>> sorted(os.listdir(directory))
+        ['ckpt-2.index', 'ckpt-40.index']
+    """
+    pattern = glob.escape(prefix)
+    for path in glob.glob(pattern + ".*") + glob.glob(pattern + "_temp*"):
+        if os.path.isdir(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                os.remove(path)
+
+
 class CheckpointCallback(keras.callbacks.Callback):
     """Checkpoints training every `save_every_steps` optimizer steps and resumes from the latest.
 
@@ -42,7 +72,9 @@ class CheckpointCallback(keras.callbacks.Callback):
     its last checkpoint (the learning rate schedule with it). A checkpoint is written when the optimizer step is a multiple of
     `save_every_steps` and at the end of training; only the last `keep_checkpoints` are
     kept. A batch whose loss is NaN or infinite raises `NonFiniteLossError` without saving,
-    so the last checkpoint on disk is always a good one.
+    so the last checkpoint on disk is always a good one. A checkpoint that cannot be
+    written (a full disk) raises `CheckpointWriteError`, one line naming the step, the
+    reason and the checkpoint that is still the latest; what was written of it is removed.
 
     Files are `tf.train.CheckpointManager` checkpoints (`ckpt-STEP.index`, `.data-*`, and a
     `checkpoint` state file); `average_checkpoints` reads them.
@@ -93,9 +125,29 @@ class CheckpointCallback(keras.callbacks.Callback):
             self._last_saved_step = self.restored_step
 
     def save(self, step):
-        """Writes the checkpoint of `step` (of the weights `saved_weights` gives)."""
-        with self.saved_weights():
-            return self.manager.save(checkpoint_number=step)
+        """Writes the checkpoint of `step` (of the weights `saved_weights` gives).
+
+        Raises:
+            CheckpointWriteError: when the files cannot be written; the checkpoint state
+                file still names the previous checkpoint as the latest.
+        """
+        try:
+            with self.saved_weights():
+                return self.manager.save(checkpoint_number=step)
+        # TensorFlow's file system reports a full disk (ENOSPC) as ResourceExhaustedError.
+        except (OSError, tf.errors.ResourceExhaustedError) as error:
+            prefix = os.path.join(self.directory, f"ckpt-{step}")
+            # Kept only if the state file already names it (the write failed after it).
+            if tf.train.latest_checkpoint(self.directory) != prefix:
+                remove_partial_checkpoint(prefix)
+            latest = tf.train.latest_checkpoint(self.directory)
+            reason = " ".join((getattr(error, "strerror", None) or getattr(
+                error, "message", None) or str(error)).split())
+            raise CheckpointWriteError(
+                f"could not write the checkpoint of step {step} to {self.directory}: "
+                f"{reason}; the latest checkpoint is {latest or 'none'} (free the "
+                "space and run the same command again to resume from it)"
+            ) from error
 
     def _save(self, step):
         if step != self._last_saved_step:

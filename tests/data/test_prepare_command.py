@@ -65,7 +65,7 @@ def test_prepare_refuses_an_empty_corpus_and_writes_nothing(tmp_path, capsys):
 def test_prepare_takes_the_preprocessing_of_a_run_configuration(tmp_path, capsys):
     from kerasnmt.config import load_config
     from kerasnmt.data.shards import preprocessor_fingerprint
-    from kerasnmt.training_run import build_preprocessor
+    from kerasnmt.runner.run_model import build_preprocessor
 
     arguments = _files(tmp_path, ["a b", "b"], ["x", "y x"])
     run = tmp_path / "run.yml"

@@ -9,14 +9,9 @@ from kerasnmt.config import load_config
 from kerasnmt.data.text_files import read_line_aligned
 from kerasnmt.models import Translator
 from kerasnmt.training import MovingAverage
-from kerasnmt.training_run import (
-    TRAINING_KEYS,
-    _read_history,
-    build_sampler,
-    evaluate_run,
-    restore_translator,
-    train,
-)
+from kerasnmt.runner.run_checkpoints import restore_translator
+from kerasnmt.runner.run_model import build_sampler
+from kerasnmt.runner.training_run import TRAINING_KEYS, _read_history, evaluate_run, train
 from tests.run_fixtures import tiny_run, write_config, write_corpus
 
 # Long tests (training runs): run first (tests/conftest.py).

@@ -1,15 +1,15 @@
 """A training run from a YAML configuration: what `kerasnmt train` does.
 
-`train(config)` takes a configuration checked by `kerasnmt.config.load_config` and runs
-it: tokenizers and vocabularies -> `TranslationPreprocessor` -> `Translator` (the `model`
-section) -> `kerasnmt.data.training_dataset` (the `train` section) -> `Translator.fit`,
-with checkpoints every `train.save_checkpoints_steps` (the last
-`train.keep_checkpoint_max` kept), resuming from the latest checkpoint of `model_dir`,
-TensorBoard summaries under `model_dir/logs`, and an evaluation of the validation set
-every `eval.steps` (loss, then BLEU and chrF of its translations) that can export the
-best model. The other functions build each piece from a configuration, for the
-commands that need a model without training it (`export`, `translate`,
-`average-checkpoints`).
+`train(config)` takes a run configuration (a YAML file, or the dictionary
+`kerasnmt.config.load_config` returns) and runs it: tokenizers and vocabularies ->
+`TranslationPreprocessor` -> `Translator` (the `model` section) ->
+`kerasnmt.data.training_dataset` (the `train` section) -> `Translator.fit`, with
+checkpoints every `train.save_checkpoints_steps` (the last `train.keep_checkpoint_max`
+kept), resuming from the latest checkpoint of `model_dir`, TensorBoard summaries under
+`model_dir/logs`, and an evaluation of the validation set every `eval.steps` (loss, then
+BLEU and chrF of its translations) that can export the best model. Each piece is built
+from the configuration by the `run_*` modules of this package, which the commands that
+need a model without training it share.
 
 Steps are optimizer steps (weight updates): with gradient accumulation
 (`train.effective_batch_size`), one step is several batches. The model, its optimizer and
@@ -31,35 +31,26 @@ import time
 import keras
 import numpy as np
 import tensorflow as tf
-from tensorflow.core.framework import summary_pb2
 
-from kerasnmt.config import missing_keys
-from kerasnmt.data.lexical_shortlist import LexicalShortlist
 from kerasnmt.data.result_file import result_file
-from kerasnmt.data.shards import check_shards_preprocessor
-from kerasnmt.data.training_pipeline import training_dataset
 from kerasnmt.data.text_files import read_line_aligned
 from kerasnmt.evaluation import score_translations
 from kerasnmt.export import export_translator
-from kerasnmt.decoding.beam_sampler import BeamSampler
-from kerasnmt.decoding.translate import TRANSLATION_BATCH_SIZE
-from kerasnmt.layers import (
-    SentencePieceTokenizer,
-    TranslationPreprocessor,
-    WhitespaceTokenizer,
-)
 from kerasnmt.models import Translator
-from kerasnmt.models.transformer_backbone import ARCHITECTURE_ARGUMENTS
-from kerasnmt.training import (
-    CheckpointCallback,
-    FusedAdam,
-    InvSqrtDecay,
-    MovingAverage,
-    NoamDecay,
-    ScheduleWrapper,
-    average_checkpoints,
+from kerasnmt.runner.run_checkpoints import average_run_checkpoints
+from kerasnmt.runner.run_config import run_configuration
+from kerasnmt.runner.run_dataset import run_training_dataset
+from kerasnmt.decoding.translate import TRANSLATION_BATCH_SIZE
+from kerasnmt.runner.run_model import (
+    MODEL_KEYS,
+    build_sampler,
+    build_translator,
+    decoding_options,
+    run_precision,
 )
-from kerasnmt.training.accumulation import accumulation_steps as training_accumulation_steps
+from kerasnmt.runner.run_optimizer import accumulation_steps, build_optimizer
+from kerasnmt.runner.training_summaries import TrainingSummaries, write_scalar
+from kerasnmt.training import CheckpointCallback, MovingAverage
 from kerasnmt.training.checkpoint_callback import restore_latest, training_checkpoint
 from kerasnmt.training.distribution import (
     WorkerLostError,
@@ -69,18 +60,10 @@ from kerasnmt.training.distribution import (
     training_strategy,
 )
 from kerasnmt.training.optimizer_step import optimizer_step
-from kerasnmt.training.precision import choose_precision
-from kerasnmt.training.readable_checkpoint import checkpoint_damage, newest_readable_checkpoint
-from kerasnmt.training.run_recipe import (
-    check_checkpoint_recipe,
-    check_run_recipe,
-    copy_run_recipe,
-)
+from kerasnmt.training.run_recipe import check_run_recipe
 
-# What a configuration must set to build a model, and to train it.
-MODEL_KEYS = ("data.source_vocabulary", "data.target_vocabulary")
+# What a configuration must set to train a model.
 TRAINING_KEYS = ("model_dir",) + MODEL_KEYS + (("data.train_features_file", "data.train_shards"),)
-AVERAGE_DIRECTORY = "avg"
 EXPORT_DIRECTORY = "export"
 LOG_DIRECTORY = "logs"
 EVALUATIONS_FILE = "evaluations.jsonl"
@@ -88,280 +71,8 @@ PREDICTIONS_DIRECTORY = "eval"  # model_dir/eval/predictions.txt.STEP, as OpenNM
 
 
 # ---------------------------------------------------------------------------------------
-# The pieces of a run, each from the configuration.
-# ---------------------------------------------------------------------------------------
-
-
-def build_preprocessor(config):
-    """The `TranslationPreprocessor` of `config["data"]` (see `preprocessor_of`)."""
-    data = config["data"]
-    return preprocessor_of(
-        data["source_vocabulary"], data["target_vocabulary"],
-        data["source_sentencepiece"], data["target_sentencepiece"],
-        data["sentencepiece_sampling_alpha"],
-    )
-
-
-def preprocessor_of(source_vocabulary, target_vocabulary, source_sentencepiece=None,
-                    target_sentencepiece=None, sentencepiece_sampling_alpha=None):
-    """A `TranslationPreprocessor` of SentencePiece tokenizers (whitespace ones where no
-    model is given; `sentencepiece_sampling_alpha` samples their segmentations in
-    training) and the two vocabularies; no maximum lengths: training drops long pairs,
-    serving truncates at export."""
-
-    def tokenizer(model):
-        if not model:
-            return WhitespaceTokenizer()
-        return SentencePieceTokenizer(model, sampling_alpha=sentencepiece_sampling_alpha)
-
-    return TranslationPreprocessor(
-        tokenizer(source_sentencepiece), tokenizer(target_sentencepiece),
-        source_vocabulary, target_vocabulary,
-    )
-
-
-def run_precision(config):
-    """The `Precision` (dtype policy and why) of `train.mixed_precision`, `auto` resolved
-    for this machine (see `kerasnmt.training.precision.choose_precision`)."""
-    train_section = config["train"]
-    return choose_precision(train_section["mixed_precision"], tpu=train_section["tpu"] is not None)
-
-
-def build_translator(config):
-    """A new `Translator` shaped by `config["model"]` (and the loss options of `params`),
-    in the dtype policy of `run_precision` when it is not float32."""
-    model, params = config["model"], config["params"]
-    options = {}
-    policy = run_precision(config).policy
-    if policy is not None:
-        options["dtype"] = policy
-    return Translator(
-        build_preprocessor(config),
-        **{key: model[key] for key in ARCHITECTURE_ARGUMENTS if key in model},
-        label_smoothing=params["label_smoothing"],
-        guided_alignment_type=params["guided_alignment_type"],
-        guided_alignment_weight=params["guided_alignment_weight"],
-        **options,
-    )
-
-
-def build_sampler(config, n_best=None):
-    """The `BeamSampler` of the decoding options in `config["params"]`.
-
-    Args:
-        config: a checked configuration.
-        n_best: hypotheses to return; default `params.num_hypotheses`.
-    """
-    params = config["params"]
-    return BeamSampler(
-        beam_size=params["beam_width"],
-        length_penalty=params["length_penalty"],
-        length_normalization=params["length_normalization"],
-        freeze_finished_scores=params["freeze_finished_scores"],
-        finished_hypotheses=params["finished_hypotheses"],
-        coverage_penalty=params["coverage_penalty"],
-        top_k=params["sampling_topk"],
-        temperature=params["sampling_temperature"],
-        n_best=params["num_hypotheses"] if n_best is None else n_best,
-        max_length=params["maximum_decoding_length"],
-        min_length=params["minimum_decoding_length"],
-        seed=config["train"]["seed"],
-        compact_batch=params["compact_batch"],
-        early_exit=params["early_exit"],
-    )
-
-
-def build_shortlist(config, preprocessor, path=None):
-    """The `LexicalShortlist` of `path`, else of `params.shortlist`, for `preprocessor`'s
-    vocabularies (`params.shortlist_width` wide), or None. `config` may be None."""
-    path = path or (config["params"]["shortlist"] if config else None)
-    if path is None:
-        return None
-    width = {"width": config["params"]["shortlist_width"]} if config else {}
-    return LexicalShortlist.load(path, preprocessor.source_vocabulary,
-                                 preprocessor.target_vocabulary, **width)
-
-
-def run_training_dataset(config, preprocessor, start_batch=0):
-    """The training batches `kerasnmt train` reads for `config` (its `data` and `train`
-    keys), from `kerasnmt.data.training_dataset`: global batches of `train.batch_size`
-    per replica of the current `tf.distribute` strategy, from the text files or from the
-    shards of `data.train_shards` (checked against `preprocessor`, and started at batch
-    `start_batch`)."""
-    data, train_section = config["data"], config["train"]
-    if data["train_shards"] is not None:
-        corpus = dict(
-            shards=data["train_shards"],
-            start_batch=start_batch,
-            preprocessor_check=lambda index: check_shards_preprocessor(index, preprocessor),
-        )
-    else:
-        corpus = dict(
-            source_file=data["train_features_file"],
-            target_file=data["train_labels_file"],
-            preprocessor=preprocessor,
-            alignment_file=data["train_alignments"],
-        )
-    return training_dataset(
-        **corpus,
-        batch_size=train_section["batch_size"],
-        batch_type=train_section["batch_type"],
-        batch_size_multiple=train_section["batch_size_multiple"],
-        length_bucket_width=train_section["length_bucket_width"],
-        maximum_features_length=train_section["maximum_features_length"],
-        maximum_labels_length=train_section["maximum_labels_length"],
-        pad_to_bucket_boundary=train_section["pad_to_bucket_boundary"],
-        sample_buffer_size=train_section["sample_buffer_size"],
-        seed=train_section["seed"],
-        num_replicas=tf.distribute.get_strategy().num_replicas_in_sync,
-        prefetch_buffer_size=train_section["prefetch_buffer_size"] or tf.data.AUTOTUNE,
-        train_files_weights=data["train_files_weights"],
-    )
-
-
-def accumulation_steps(config):
-    """Batches accumulated per optimizer step to reach `train.effective_batch_size` with
-    the replicas of the current `tf.distribute` strategy (the formula `Translator.fit`
-    uses, `kerasnmt.training.accumulation`)."""
-    train = config["train"]
-    return training_accumulation_steps(
-        train["effective_batch_size"], train["batch_size"],
-        tf.distribute.get_strategy().num_replicas_in_sync,
-    )
-
-
-def build_optimizer(config):
-    """The optimizer of `config["params"]`, with the `NoamDecay` or `InvSqrtDecay` schedule
-    that `decay_type` names (wrapped as OpenNMT-tf wraps its schedules: `start_decay_steps`,
-    `decay_step_duration`, `minimum_learning_rate`) and gradient accumulation for
-    `train.effective_batch_size`."""
-    params = config["params"]
-    steps = accumulation_steps(config)
-    learning_rate = params["learning_rate"]
-    decay_params = params["decay_params"]
-    if params["decay_type"] == "NoamDecay":
-        schedule = NoamDecay(learning_rate, decay_params["model_dim"], decay_params["warmup_steps"])
-    elif params["decay_type"] == "InvSqrtDecay":
-        schedule = InvSqrtDecay(
-            learning_rate,
-            decay_params["warmup_steps"],
-            initial_learning_rate=decay_params["initial_learning_rate"],
-        )
-    if params["decay_type"] is not None:
-        learning_rate = ScheduleWrapper(
-            schedule,
-            start_step=params["start_decay_steps"],
-            step_duration=params["decay_step_duration"],
-            minimum_learning_rate=params["minimum_learning_rate"],
-            accumulation_steps=steps,
-        )
-    optimizer_class = (FusedAdam if params["optimizer"] == "Adam"
-                       else getattr(keras.optimizers, params["optimizer"]))
-    return optimizer_class(
-        learning_rate=learning_rate,
-        gradient_accumulation_steps=steps if steps > 1 else None,
-        **params["optimizer_params"],
-    )
-
-
-def latest_checkpoint(config, checkpoint=None):
-    """The checkpoint a model is restored from for export or translation.
-
-    Args:
-        config: a checked configuration.
-        checkpoint: a checkpoint path (`model_dir/ckpt-1000`) or a directory of
-            checkpoints (its newest readable one is taken); default: `model_dir/avg`'s
-            latest when it averages up to the latest training step, else `model_dir`'s
-            latest. A damaged default is reported and the next newest readable one of
-            `model_dir` taken instead (see `newest_readable_checkpoint`).
-
-    Raises:
-        ValueError: when there is no checkpoint there, when the checkpoint given is
-            damaged, or when every candidate is.
-    """
-    if checkpoint is not None:
-        checkpoint = os.fspath(checkpoint)
-        if os.path.isdir(checkpoint):
-            path = newest_readable_checkpoint(_checkpoints_newest_first(checkpoint))
-            if path is None:
-                raise ValueError(f"no checkpoint in {checkpoint}")
-            return path
-        if not tf.io.gfile.exists(checkpoint + ".index"):
-            raise ValueError(f"{checkpoint}: no such checkpoint (no {checkpoint}.index)")
-        damage = checkpoint_damage(checkpoint)
-        if damage is not None:
-            raise ValueError(f"checkpoint {checkpoint} is damaged: {damage}")
-        return checkpoint
-    model_dir = config["model_dir"]
-    if model_dir is None:
-        raise ValueError("no checkpoint given and model_dir is not set in the configuration")
-    candidates = _checkpoints_newest_first(model_dir)
-    averaged = tf.train.latest_checkpoint(os.path.join(model_dir, AVERAGE_DIRECTORY))
-    if averaged is not None and (not candidates or _step_of(averaged) >= _step_of(candidates[0])):
-        candidates.insert(0, averaged)
-    path = newest_readable_checkpoint(candidates)
-    if path is None:
-        raise ValueError(f"no checkpoint in {model_dir}: train first (kerasnmt train)")
-    return path
-
-
-def _checkpoints_newest_first(directory):
-    """The checkpoints a directory's `checkpoint` state file lists, newest first."""
-    state = tf.train.get_checkpoint_state(directory)
-    if state is None:
-        return []
-    paths = [os.path.join(directory, os.path.basename(path))
-             for path in state.all_model_checkpoint_paths]
-    return [path for path in reversed(paths) if tf.io.gfile.exists(path + ".index")]
-
-
-def _step_of(checkpoint_path):
-    """The step of a `ckpt-STEP` checkpoint (`CheckpointCallback` numbers them by step)."""
-    return int(checkpoint_path.rsplit("-", 1)[-1])
-
-
-def restore_translator(config, checkpoint=None):
-    """A `Translator` built from `config` with the weights of a checkpoint.
-
-    Args:
-        config: a checked configuration (its `model` and `data` vocabularies must be those
-            the checkpoint was trained with).
-        checkpoint: see `latest_checkpoint`.
-
-    Returns:
-        `(translator, checkpoint_path)`.
-    """
-    path = latest_checkpoint(config, checkpoint)
-    check_checkpoint_recipe(config, path)
-    translator = build_translator(config)
-    try:
-        status = tf.train.Checkpoint(model=translator).restore(path)
-        status.expect_partial().assert_existing_objects_matched()
-    except (AssertionError, ValueError) as error:
-        detail = str(error).split(" Showing")[0].splitlines()[0]
-        raise ValueError(
-            f"{path} does not match the model of the configuration (the model section or "
-            f"the vocabularies differ from those it was trained with): {detail}"
-        ) from None
-    return translator, path
-
-
-# ---------------------------------------------------------------------------------------
 # Callbacks of a run.
 # ---------------------------------------------------------------------------------------
-
-
-# TensorBoard's scalar summaries, written with core TensorFlow (`tf.summary.scalar` needs the
-# tensorboard package, which TensorFlow no longer installs).
-_SCALAR_METADATA = summary_pb2.SummaryMetadata(
-    plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars")
-)
-
-
-def write_scalar(name, value, step):
-    """Writes a TensorBoard scalar to the default summary writer."""
-    tf.summary.write(name, tf.constant(float(value), tf.float32), step=step,
-                     metadata=_SCALAR_METADATA)
 
 
 class _StopAtStep(keras.callbacks.Callback):
@@ -423,78 +134,6 @@ def _stopping_on(signal_numbers, stopper):
         for number, handler in previous.items():
             # None: the previous handler was not set from Python; the default is the closest.
             signal.signal(number, signal.SIG_DFL if handler is None else handler)
-
-
-class _TrainingSummaries(keras.callbacks.Callback):
-    """Writes the loss and metrics of the steps since the last summary, and the learning
-    rate, to TensorBoard every `every` steps, at the optimizer step (so a resumed run
-    continues the curves).
-
-    Keras' batch logs are means since the epoch began (an epoch is `eval.steps` steps):
-    a summary is instead the mean over its own window, taken from the metrics' running
-    totals (each `keras.metrics.Mean` keeps `total` and `count`), as OpenNMT-tf logs the
-    current loss. The batches of a window that an epoch boundary (a metrics reset) cuts
-    are carried over.
-    """
-
-    def __init__(self, directory, every):
-        super().__init__()
-        self.writer = tf.summary.create_file_writer(directory)
-        self.every = every
-        self._last_step = None
-        # name -> (total, count) to subtract from a metric's totals to get the window's:
-        # its totals at the last summary, less what an epoch's end left unwritten.
-        self._offsets = {}
-        self._scratch = {}  # name -> a copy of the metric, to compute a window's result
-
-    def on_epoch_end(self, epoch, logs=None):
-        # Keras resets the totals to zero as the next epoch begins.
-        for metric in self._mean_metrics():
-            total, count = _totals(metric)
-            offset = self._offsets.get(metric.name, (0.0, 0.0))
-            self._offsets[metric.name] = (offset[0] - total, offset[1] - count)
-
-    def on_train_batch_end(self, batch, logs=None):
-        step = optimizer_step(self.model)
-        if step == 0 or step % self.every or step == self._last_step:
-            return  # (0: the first batches of an accumulated update)
-        self._last_step = step
-        values = dict(logs or {})
-        for metric in self._mean_metrics():
-            total, count = _totals(metric)
-            offset = self._offsets.get(metric.name, (0.0, 0.0))
-            self._offsets[metric.name] = (total, count)
-            if count - offset[1] > 0:
-                values[metric.name] = self._result_of(metric, total - offset[0],
-                                                      count - offset[1])
-        with self.writer.as_default():
-            for name, value in values.items():
-                write_scalar(name, value, step)
-            learning_rate = self.model.optimizer.learning_rate
-            write_scalar("learning_rate", keras.ops.convert_to_numpy(learning_rate), step)
-        self.writer.flush()
-
-    def on_train_end(self, logs=None):
-        self.writer.flush()
-
-    def _mean_metrics(self):
-        return [metric for metric in self.model.metrics
-                if isinstance(metric, keras.metrics.Mean)]
-
-    def _result_of(self, metric, total, count):
-        """What `metric` would report with these totals (its own `result`, e.g. `exp` for
-        perplexity)."""
-        if metric.name not in self._scratch:
-            self._scratch[metric.name] = metric.__class__.from_config(metric.get_config())
-        scratch = self._scratch[metric.name]
-        scratch.total.assign(total)
-        scratch.count.assign(count)
-        return float(keras.ops.convert_to_numpy(scratch.result()))
-
-
-def _totals(metric):
-    return (float(keras.ops.convert_to_numpy(metric.total)),
-            float(keras.ops.convert_to_numpy(metric.count)))
 
 
 class _Evaluation(keras.callbacks.Callback):
@@ -706,20 +345,6 @@ def _export_best(config, sampler):
     return export_fn
 
 
-def decoding_options(config):
-    """The options of `Translator.translate` and `export_translator` that come from the
-    configuration: the decoding length limit and the source cut (the longest sources the
-    model was trained on, `train.maximum_features_length`, when it is set)."""
-    options = {
-        "length_ratio": config["params"]["decoding_length_ratio"],
-        "length_offset": config["params"]["decoding_length_offset"],
-    }
-    maximum = config["train"]["maximum_features_length"]
-    if maximum is not None:
-        options["maximum_source_length"] = maximum
-    return options
-
-
 # ---------------------------------------------------------------------------------------
 # The run.
 # ---------------------------------------------------------------------------------------
@@ -754,22 +379,47 @@ class TrainingResult:
 
 
 def train(config, time_limit=None, verbose="auto"):
-    """Trains the model a configuration describes, resuming from its `model_dir`.
+    """Train a model from a YAML run configuration, resuming from its model_dir.
+
+    The configuration (see docs/training.md) is checked first: every mistake (unknown
+    key, wrong type, missing file, options that disagree) is reported with its key path
+    and the command stops with status 2 before anything runs. Then: tokenizers and
+    vocabularies (data), the Transformer (model), the training data pipeline (train),
+    and training with a progress bar, until train.max_step optimizer steps (or
+    --time-limit). The latest checkpoint of model_dir is restored first, so running the
+    command again continues a run. Checkpoints go to model_dir every
+    train.save_checkpoints_steps steps (the last train.keep_checkpoint_max kept),
+    TensorBoard logs to model_dir/logs (tensorboard --logdir MODEL_DIR/logs). With
+    data.eval_features_file and data.eval_labels_file, at every multiple of eval.steps
+    steps (also in a resumed run) and at the end, the validation set is scored (loss,
+    and BLEU and chrF of its translations, printed with the sacreBLEU signatures and
+    appended to model_dir/evaluations.jsonl), eval.export_on_best exports the best
+    model to model_dir/export/STEP, and eval.early_stopping ends training when the
+    scores stop improving (OpenNMT-tf's condition). At the end,
+    train.average_last_checkpoints checkpoints are averaged into model_dir/avg.
+    SIGTERM (sent by `kill`, Slurm or Kubernetes before they kill a job) and Ctrl-C end
+    training after the current step with a checkpoint, skip the final evaluation and
+    averaging, and exit with status 143 (128 + 15) or 130 (128 + 2); a second Ctrl-C
+    stops at once, still saving a checkpoint. A loss that becomes NaN or infinite ends
+    the run with one line and status 1 (the last checkpoint is the one before it). A
+    checkpoint that cannot be written (a full disk) ends it with one line and status 2,
+    the previous checkpoint still the latest.
+    Several GPUs are used together; with TF_CONFIG set, the command is one worker of a
+    multi-worker run (a worker that dies ends the others with one line and status 1);
+    train.tpu trains on a TPU (docs/training.md, Running on several devices).
 
     Args:
-        config: a configuration from `kerasnmt.config.load_config` with every key of
-            `TRAINING_KEYS` set.
-        time_limit: stop after this many seconds of training (checked after each batch),
-            besides `train.max_step`.
-        verbose: Keras' progress display: `"auto"`, 0 (silent), 1 (progress bar) or 2
-            (one line an epoch).
+        config: the run configuration (a path, or a configuration `load_config`
+            returned; every key of `TRAINING_KEYS` set)
+        time_limit: also stop after this many seconds of training (a checkpoint is
+            saved)
+        verbose: Keras' progress display: "auto", 0 (silent), 1 (a progress bar) or 2
+            (one line an epoch; an epoch is eval.steps steps)
 
     Returns:
         A `TrainingResult`.
     """
-    missing = missing_keys(config, TRAINING_KEYS)
-    if missing:
-        raise ValueError(f"training needs these configuration keys: {', '.join(missing)}")
+    config = run_configuration(config, required=TRAINING_KEYS)
     train_section, data = config["train"], config["data"]
     strategy = training_strategy(config)  # First: a multi-worker one sets up collectives.
     model_dir = config["model_dir"]
@@ -821,7 +471,7 @@ def train(config, time_limit=None, verbose="auto"):
     callbacks = [moving_average] if moving_average is not None else []
     callbacks += [
         checkpoints,
-        _TrainingSummaries(
+        TrainingSummaries(
             os.path.join(output_config["model_dir"], LOG_DIRECTORY, "train"),
             train_section["save_summary_steps"],
         ),
@@ -846,7 +496,7 @@ def train(config, time_limit=None, verbose="auto"):
                 callbacks=callbacks,
                 verbose=verbose,
             )
-    except tf.errors.UnavailableError as error:
+    except tf.errors.UnavailableError:
         if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
             raise
         raise WorkerLostError(
@@ -871,36 +521,3 @@ def train(config, time_limit=None, verbose="auto"):
         translator, step, last_checkpoint, averaged, stopper.reason or "end of training",
         history, stopper.signal_number, stopper.train_seconds,
     )
-
-
-def average_run_checkpoints(config, translator=None, max_count=None, output_dir=None):
-    """Averages the last checkpoints of `model_dir` into a checkpoint of `output_dir`.
-
-    Args:
-        config: a checked configuration with `model_dir`.
-        translator: the model to fill (built from `config` when None).
-        max_count: checkpoints to average; default `train.average_last_checkpoints`.
-        output_dir: default `model_dir/avg`. It keeps one checkpoint, numbered with the
-            step of the newest averaged checkpoint.
-
-    Returns:
-        The path of the averaged checkpoint.
-    """
-    model_dir = config["model_dir"]
-    if model_dir is None:
-        raise ValueError("model_dir is not set in the configuration")
-    max_count = max_count or config["train"]["average_last_checkpoints"] or 1
-    output_dir = output_dir or os.path.join(model_dir, AVERAGE_DIRECTORY)
-    if os.path.abspath(output_dir) == os.path.abspath(model_dir):
-        raise ValueError("the averaged checkpoint must go to another directory than model_dir")
-    if translator is None:
-        translator = build_translator(config)
-    paths = average_checkpoints(model_dir, translator, max_count=max_count)
-    manager = tf.train.CheckpointManager(
-        tf.train.Checkpoint(model=translator), output_dir, max_to_keep=1
-    )
-    path = manager.save(checkpoint_number=_step_of(paths[0]))
-    copy_run_recipe(model_dir, output_dir)
-    print(f"Averaged {len(paths)} checkpoints ({', '.join(os.path.basename(p) for p in paths)}) "
-          f"into {path}", flush=True)
-    return path
