@@ -49,16 +49,7 @@ from kerasnmt.layers import (
 )
 from kerasnmt.models import Translator
 from kerasnmt.models.transformer_backbone import ARCHITECTURE_ARGUMENTS
-from kerasnmt.training import (
-    CheckpointCallback,
-    FusedAdam,
-    InvSqrtDecay,
-    MovingAverage,
-    NoamDecay,
-    ScheduleWrapper,
-    average_checkpoints,
-)
-from kerasnmt.training.accumulation import accumulation_steps as training_accumulation_steps
+from kerasnmt.training import CheckpointCallback, MovingAverage, average_checkpoints
 from kerasnmt.training.checkpoint_callback import restore_latest, training_checkpoint
 from kerasnmt.training.distribution import (
     WorkerLostError,
@@ -69,6 +60,7 @@ from kerasnmt.training.distribution import (
 )
 from kerasnmt.training.optimizer_step import optimizer_step
 from kerasnmt.training.precision import choose_precision
+from kerasnmt.training.run_optimizer import accumulation_steps, build_optimizer
 from kerasnmt.training.readable_checkpoint import checkpoint_damage, newest_readable_checkpoint
 from kerasnmt.training.run_recipe import (
     check_checkpoint_recipe,
@@ -217,51 +209,6 @@ def run_training_dataset(config, preprocessor, start_batch=0):
         num_replicas=tf.distribute.get_strategy().num_replicas_in_sync,
         prefetch_buffer_size=train_section["prefetch_buffer_size"] or tf.data.AUTOTUNE,
         train_files_weights=data["train_files_weights"],
-    )
-
-
-def accumulation_steps(config):
-    """Batches accumulated per optimizer step to reach `train.effective_batch_size` with
-    the replicas of the current `tf.distribute` strategy (the formula `Translator.fit`
-    uses, `kerasnmt.training.accumulation`)."""
-    train = config["train"]
-    return training_accumulation_steps(
-        train["effective_batch_size"], train["batch_size"],
-        tf.distribute.get_strategy().num_replicas_in_sync,
-    )
-
-
-def build_optimizer(config):
-    """The optimizer of `config["params"]`, with the `NoamDecay` or `InvSqrtDecay` schedule
-    that `decay_type` names (wrapped as OpenNMT-tf wraps its schedules: `start_decay_steps`,
-    `decay_step_duration`, `minimum_learning_rate`) and gradient accumulation for
-    `train.effective_batch_size`."""
-    params = config["params"]
-    steps = accumulation_steps(config)
-    learning_rate = params["learning_rate"]
-    decay_params = params["decay_params"]
-    if params["decay_type"] == "NoamDecay":
-        schedule = NoamDecay(learning_rate, decay_params["model_dim"], decay_params["warmup_steps"])
-    elif params["decay_type"] == "InvSqrtDecay":
-        schedule = InvSqrtDecay(
-            learning_rate,
-            decay_params["warmup_steps"],
-            initial_learning_rate=decay_params["initial_learning_rate"],
-        )
-    if params["decay_type"] is not None:
-        learning_rate = ScheduleWrapper(
-            schedule,
-            start_step=params["start_decay_steps"],
-            step_duration=params["decay_step_duration"],
-            minimum_learning_rate=params["minimum_learning_rate"],
-            accumulation_steps=steps,
-        )
-    optimizer_class = (FusedAdam if params["optimizer"] == "Adam"
-                       else getattr(keras.optimizers, params["optimizer"]))
-    return optimizer_class(
-        learning_rate=learning_rate,
-        gradient_accumulation_steps=steps if steps > 1 else None,
-        **params["optimizer_params"],
     )
 
 
