@@ -16,11 +16,11 @@ _TRANSFORMER = dict(
     share_embeddings="none", use_output_bias=True,
 )
 _BIG = dict(num_units=1024, num_heads=16, ffn_inner_dim=4096)
+# `share_embeddings=None`: OpenNMT-tf's level AUTO, which the checkpoint resolves.
 _SCALING_NMT = dict(num_units=1024, num_heads=16, ffn_inner_dim=4096, pre_norm=False,
-                    dropout=0.3, ffn_dropout=0.0, use_output_bias=False)
+                    dropout=0.3, ffn_dropout=0.0, use_output_bias=False, share_embeddings=None)
 # `opennmt.models.catalog`'s Transformer models (aliases included) and how each differs
-# from `Transformer`. `ScalingNmtEn*` share embeddings with level AUTO, which the
-# checkpoint resolves.
+# from `Transformer`.
 MODEL_TYPES = {
     "Transformer": {},
     "TransformerBase": {},
@@ -37,6 +37,8 @@ MODEL_TYPES = {
 # The catalogue's other models, outside the Transformer family kerasnmt holds.
 _OTHER_MODEL_TYPES = ("ListenAttendSpell", "LuongAttention", "NMTBigV1", "NMTMediumV1",
                       "NMTSmallV1", "LstmCnnCrfTagger", "GPT2Small")
+# OpenNMT-tf 2.x's layer normalizations are Keras' with its default epsilon.
+LAYER_NORM_EPSILON = 1e-3
 # What a checkpoint cannot tell, without a model type: `Transformer`'s values.
 UNSTATED_DEFAULTS = {key: _TRANSFORMER[key]
                      for key in ("dropout", "attention_dropout", "ffn_dropout")}
