@@ -514,6 +514,45 @@ def average_checkpoints(parser):
 
 
 @subcommand
+def convert(parser):
+    """Convert a model trained by another toolkit into a kerasnmt run directory.
+
+    `kerasnmt convert opennmt-tf`: an OpenNMT-tf 2.x Transformer (its YAML configuration,
+    paths resolved from the working directory as onmt-main resolves them, and its latest
+    checkpoint) becomes --output: run.yml, the vocabularies and a checkpoint at the same
+    step, which translate --config, evaluate, export and train use as they are. See
+    docs/migrating_from_opennmt_tf.md.
+    """
+    toolkits = parser.add_subparsers(dest="toolkit", metavar="TOOLKIT", required=True)
+    opennmt_tf = toolkits.add_parser("opennmt-tf", help="an OpenNMT-tf 2.x Transformer")
+    opennmt_tf.add_argument("--config", required=True, metavar="ONMT_YML",
+                            help="the OpenNMT-tf run configuration")
+    opennmt_tf.add_argument("--output", required=True, metavar="DIR",
+                            help="the kerasnmt run directory to write")
+    opennmt_tf.add_argument("--checkpoint", metavar="PATH",
+                            help="a checkpoint or a directory of them (default: the latest "
+                            "of the configuration's model_dir)")
+    opennmt_tf.add_argument("--model-type", metavar="NAME",
+                            help="the OpenNMT-tf catalogue model (Transformer, "
+                            "TransformerRelative, TransformerBig, ...)")
+    opennmt_tf.add_argument("--num-heads", type=positive_int, metavar="N",
+                            help="attention heads (an absolute-position model's variables do "
+                            "not tell them)")
+    opennmt_tf.add_argument("--force", action="store_true",
+                            help="replace an --output that is not empty")
+
+    def run(args):
+        from kerasnmt.converters import convert_opennmt_tf
+
+        conversion = convert_opennmt_tf(args.config, args.output, checkpoint=args.checkpoint,
+                                        model_type=args.model_type, num_heads=args.num_heads,
+                                        force=args.force)
+        print(conversion.summary(), flush=True)
+
+    return run
+
+
+@subcommand
 def build_shortlist(parser):
     """Estimate a lexical shortlist, for faster decoding, from the training corpus.
 

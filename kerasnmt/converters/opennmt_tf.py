@@ -72,6 +72,20 @@ class Conversion:
     optimizer_state: bool
     left_out: list
 
+    def summary(self):
+        """What was written and left out, one line each (what the command prints).
+
+        Example:
+            >>> print(Conversion("run/run.yml", 400, True, ["params.x (why)"]).summary())
+            Wrote run/run.yml: a kerasnmt run at step 400, with the optimizer's moments
+            Left out: params.x (why)
+        """
+        moments = ("with the optimizer's moments" if self.optimizer_state
+                   else "without the optimizer's moments (a continued run starts them at 0)")
+        lines = [f"Wrote {self.run_config}: a kerasnmt run at step {self.step}, {moments}"]
+        lines += [f"Left out: {line}" for line in self.left_out]
+        return "\n".join(lines)
+
 
 def convert_opennmt_tf(config_path, output_dir, checkpoint=None, model_type=None,
                        num_heads=None, force=False):
