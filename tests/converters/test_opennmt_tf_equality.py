@@ -8,7 +8,9 @@ once per module, and restored as `kerasnmt translate --config` restores it.
 
 import pytest
 import sentencepiece
+import tensorflow as tf
 
+from kerasnmt.data.vocabulary import UNKNOWN_TOKEN
 from kerasnmt.decoding import BeamSampler
 from tests.converters.opennmt_tf_fixtures import (
     FIXTURE,
@@ -31,13 +33,25 @@ def converted(request, tmp_path_factory):
 
 
 def _translations(model, translator, config, beam_size):
+    """The best hypothesis of each held-out source, decoded together (eagerly: one batch,
+    no tracing) with the configuration's decoding options: `{"text", "tokens",
+    "log_prob"}`."""
     params = config["params"]
     sampler = BeamSampler(beam_size=beam_size, length_penalty=params["length_penalty"],
                           max_length=params["maximum_decoding_length"])
-    return [hypotheses[0] for hypotheses in translator.translate(
-        heldout(model, "en"), sampler=sampler, batch_size=8, return_details=True,
-        jit_compile=False, length_ratio=params["decoding_length_ratio"],
-        length_offset=params["decoding_length_offset"])]
+    sources = translator.preprocessor(tf.constant(heldout(model, "en")))
+    results = translator.decode(sources["ids"], sources["length"], sampler,
+                                length_ratio=params["decoding_length_ratio"],
+                                length_offset=params["decoding_length_offset"])
+    # The out-of-vocabulary id follows the tokens; OpenNMT-tf writes it <unk>.
+    vocabulary = list(translator.preprocessor.target_vocabulary) + [UNKNOWN_TOKEN]
+    texts = translator.preprocessor.detokenize_target(results["ids"][:, 0]).numpy()
+    return [{"text": text.decode("utf-8"),
+             "tokens": [vocabulary[token] for token in ids[:length]],
+             "log_prob": float(log_prob)}
+            for text, ids, length, log_prob in zip(
+                texts, results["ids"][:, 0].numpy(), results["lengths"][:, 0].numpy(),
+                results["log_probs"][:, 0].numpy())]
 
 
 def _gnmt_score(log_probability, length, alpha):
