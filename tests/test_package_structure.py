@@ -2,7 +2,9 @@
 
 `data` (files, vocabularies, `tf.data` pipelines) depends on nothing else of kerasnmt;
 `layers` builds on `data`; `decoding` (the samplers and the translation path) on `layers`
-and `data`; `training` (schedules, losses, callbacks) on `data` only. The modules
+and `data`; `training` (schedules, losses, callbacks) on `data` only; `converters` (models
+of other toolkits into run directories) on `models`, `layers`, `data`, `training` and
+`config`. The modules
 above them (`models`, `export`, `training_run`, `config`, `evaluation`) may combine them,
 and no module imports the command line (`kerasnmt.cli`). Imports inside functions count
 as well.
@@ -21,6 +23,7 @@ ALLOWED_IMPORTS = {
     "layers": {"layers", "data"},
     "decoding": {"decoding", "layers", "data"},
     "training": {"training", "data"},
+    "converters": {"converters", "models", "layers", "data", "training", "config"},
 }
 
 

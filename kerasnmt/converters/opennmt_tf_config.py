@@ -194,7 +194,9 @@ def carried_keys(config, config_path):
         >>> left_out
         ['params.average_loss_in_time (kerasnmt does not have it)']
     """
-    sections, left_out = {"data": {}}, []
+    sections = {"data": {}}
+    left_out = [f"{key} (kerasnmt does not have it)" for key in config
+                if key not in ("model_dir", "data") + _SECTIONS]
     for key, value in config.get("data", {}).items():
         if key in _CARRIED_DATA_KEYS:
             paths = value if isinstance(value, list) else [value]
