@@ -14,7 +14,12 @@ from kerasnmt.training.schedule_wrapper import ScheduleWrapper
 def accumulation_steps(config):
     """Batches accumulated per optimizer step to reach `train.effective_batch_size` with
     the replicas of the current `tf.distribute` strategy (the formula `Translator.fit`
-    uses, `kerasnmt.training.accumulation`)."""
+    uses, `kerasnmt.training.accumulation`).
+
+    Example:
+        >>> accumulation_steps({"train": {"effective_batch_size": 25000, "batch_size": 4096}})
+        7
+    """
     train = config["train"]
     return training_accumulation_steps(
         train["effective_batch_size"], train["batch_size"],
@@ -26,7 +31,17 @@ def build_optimizer(config):
     """The optimizer of `config["params"]`, with the `NoamDecay` or `InvSqrtDecay` schedule
     that `decay_type` names (wrapped as OpenNMT-tf wraps its schedules: `start_decay_steps`,
     `decay_step_duration`, `minimum_learning_rate`) and gradient accumulation for
-    `train.effective_batch_size`."""
+    `train.effective_batch_size`.
+
+    Example:
+        >>> from kerasnmt.config import default_config
+        >>> config = default_config()
+        >>> config["params"].update(decay_type=None, learning_rate=0.003)
+        >>> config["train"]["effective_batch_size"] = None
+        >>> optimizer = build_optimizer(config)
+        >>> type(optimizer).__name__, round(float(optimizer.learning_rate), 4)
+        ('FusedAdam', 0.003)
+    """
     params = config["params"]
     steps = accumulation_steps(config)
     learning_rate = params["learning_rate"]
