@@ -206,18 +206,15 @@ def model_architecture(checkpoint, model_type=None, num_heads=None):
                     f"{where}: its {key} is {found[key]!r}, --model-type {model_type}'s is "
                     f"{stated[key]!r}: not a {model_type} (a custom model converts without "
                     "--model-type, with --num-heads)")
-    heads = [value for value in (found.get("num_heads"), num_heads,
-                                 stated.get("num_heads")) if value is not None]
+    given = {"its relative position tables": found.get("num_heads"), "--num-heads": num_heads,
+             f"--model-type {model_type}": stated.get("num_heads")}
+    heads = [value for value in given.values() if value is not None]
     if not heads:
         raise ConversionError(f"{where}: an absolute-position model, whose variables do not "
                               "tell its number of heads: pass --num-heads N or its --model-type")
     if len(set(heads)) > 1:
-        raise ConversionError(
-            f"{where}: {found['num_units']} units in heads of "
-            f"{found['num_units'] // heads[0]} (its relative position tables) or "
-            f"--num-heads/--model-type's {heads[1]}: they disagree" if "num_heads" in found
-            else f"{where}: --num-heads {num_heads} and --model-type {model_type}'s "
-            f"{stated['num_heads']} heads disagree")
+        raise ConversionError(f"{where}: the numbers of heads disagree: " + ", ".join(
+            f"{value} from {name}" for name, value in given.items() if value is not None))
     if found["num_units"] % heads[0]:
         raise ConversionError(f"{where}: {found['num_units']} units do not split into "
                               f"{heads[0]} heads (--num-heads)")

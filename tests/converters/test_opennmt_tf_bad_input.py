@@ -57,6 +57,16 @@ def test_an_absolute_position_model_without_its_heads(onmt_dir, tmp_path):
              "tell its number of heads: pass --num-heads", num_heads=None)
 
 
+def test_a_number_of_heads_the_relative_position_tables_contradict(tmp_path, monkeypatch):
+    monkeypatch.chdir(FIXTURE / "relative")
+    _refused(tmp_path / "run", "ckpt-1200: the numbers of heads disagree: 4 from its "
+             "relative position tables, 2 from --num-heads", num_heads=2)
+
+
+def test_a_number_of_heads_that_does_not_split_the_units(onmt_dir, tmp_path):
+    _refused(tmp_path / "run", r"ckpt-400: 16 units do not split into 3 heads", num_heads=3)
+
+
 def test_a_transformer_variant_with_learned_positions(onmt_dir, tmp_path):
     values = fixture_values("absolute")
     values["model/encoder/position_encoder/embedding"] = np.zeros([129, 16], np.float32)
