@@ -142,3 +142,4 @@ def test_the_command_reports_bad_input_on_one_line_with_status_2(onmt_dir, tmp_p
     assert error.startswith("kerasnmt convert: error: checkpoint ") and error.count("\n") == 1
     assert "pass --num-heads N" in error
     assert written_files(tmp_path / "run") == ([], None)
+
