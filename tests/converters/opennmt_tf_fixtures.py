@@ -42,14 +42,20 @@ def heldout(model, side):
         return file.read().splitlines()
 
 
-def target_log_probability(translator, source, target_text):
-    """The teacher-forced log-probability of `target_text`'s tokens and `</s>`, read from
-    the logits of one forward pass."""
+def token_log_probabilities(translator, source, target_text):
+    """The teacher-forced log-probability of each of `target_text`'s tokens and of `</s>`,
+    read from the logits of one forward pass."""
     x, y = model_data(*translator.preprocessor(tf.constant([source]),
                                                tf.constant([target_text])))
     log_probs = tf.nn.log_softmax(translator(x)["logits"])[0].numpy()
-    ids = y["ids_out"][0].numpy()
-    return float(sum(log_probs[position, token] for position, token in enumerate(ids))), len(ids)
+    return [float(log_probs[position, token])
+            for position, token in enumerate(y["ids_out"][0].numpy())]
+
+
+def target_log_probability(translator, source, target_text):
+    """`(log-probability of target_text's tokens and </s>, their number)`."""
+    values = token_log_probabilities(translator, source, target_text)
+    return sum(values), len(values)
 
 
 def write_checkpoint(values, prefix):

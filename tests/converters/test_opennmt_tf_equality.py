@@ -19,6 +19,7 @@ from tests.converters.opennmt_tf_fixtures import (
     reference,
     restored,
     target_log_probability,
+    token_log_probabilities,
 )
 
 MODELS = ("relative", "absolute")
@@ -71,10 +72,14 @@ def _target_tokens(model, text):
 def test_teacher_forced_log_probabilities_equal_onmt_main_score(converted):
     model, translator, _ = converted
     sources, targets = heldout(model, "en"), heldout(model, "de")
-    for source, target, (nll, tokens, _) in zip(sources, targets, reference(model, "score.txt")):
-        log_probability, length = target_log_probability(translator, source, target)
-        assert length == len(tokens.split()) + 1  # the same tokens, and </s>
-        assert log_probability == pytest.approx(-float(nll), abs=1e-4), (model, target)
+    for source, target, (nll, tokens, token_nlls) in zip(sources, targets,
+                                                         reference(model, "score.txt")):
+        log_probabilities = token_log_probabilities(translator, source, target)
+        assert len(log_probabilities) == len(tokens.split()) + 1  # the same tokens, and </s>
+        assert sum(log_probabilities) == pytest.approx(-float(nll), abs=1e-4), (model, target)
+        # OpenNMT-tf's token-level figures leave out </s>'s.
+        assert [-value for value in log_probabilities[:-1]] == pytest.approx(
+            [float(value) for value in token_nlls.split()], abs=1e-4)
 
 
 def test_greedy_translations_equal_onmt_main_infer_token_for_token(converted):
