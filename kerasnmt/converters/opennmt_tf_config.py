@@ -203,9 +203,9 @@ def carried_keys(config, config_path):
             if key in _DATA_FILES and not all(os.path.isfile(str(path)) for path in paths):
                 left_out.append(f"data.{key} (no such file from here)")
                 continue
-            sections["data"][key] = (value if key == "train_files_weights" else
-                                     [os.path.abspath(str(path)) for path in paths]
-                                     if isinstance(value, list) else os.path.abspath(str(value)))
+            sections["data"][key] = value if key not in _DATA_FILES else (
+                [os.path.abspath(str(path)) for path in paths] if isinstance(value, list)
+                else os.path.abspath(str(value)))
         elif key not in _DATA_KEYS_READ:
             left_out.append(f"data.{key} (kerasnmt does not have it)")
     kerasnmt_keys = default_config()
