@@ -108,6 +108,14 @@ def test_a_tokenizer_kerasnmt_cannot_reproduce(onmt_dir, tmp_path, tokenization,
     _refused(tmp_path / "run", match)
 
 
+def test_configuration_values_kerasnmt_does_not_take(onmt_dir, tmp_path):
+    config = yaml.safe_load((onmt_dir / "config.yml").read_text(encoding="utf-8"))
+    config["params"]["decay_type"] = "RsqrtDecay"
+    (onmt_dir / "config.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    _refused(tmp_path / "run", r"config.yml: its keys do not make a valid kerasnmt "
+             r"configuration: params.decay_type: .*RsqrtDecay")
+
+
 def test_a_missing_checkpoint_file(onmt_dir, tmp_path):
     (onmt_dir / "checkpoint" / "ckpt-400.data-00000-of-00001").unlink()
     _refused(tmp_path / "run", r"checkpoint .*ckpt-400 cannot be read \(a file is missing")
