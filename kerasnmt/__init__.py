@@ -1,7 +1,8 @@
 """kerasnmt: Keras-native neural machine translation."""
 
-from kerasnmt import data, decoding, layers, models, training
-from kerasnmt.decoding import BeamSampler
-from kerasnmt.models import Translator
-
+# Set before the subpackages are imported: the keras-hub presets record it (kerasnmt.models).
 __version__ = "0.1.0"
+
+from kerasnmt import data, decoding, layers, models, training  # noqa: E402
+from kerasnmt.decoding import BeamSampler  # noqa: E402
+from kerasnmt.models import Translator  # noqa: E402

@@ -30,7 +30,8 @@ from kerasnmt.data.shards import write_shards
 from kerasnmt.data.text_files import ERROR_POLICIES
 from kerasnmt.data.vocabulary import load_vocabulary, save_vocabulary
 from kerasnmt.data.vocabulary_builder import DEFAULT_TOLERANCE, build_vocabulary
-from kerasnmt.evaluation import BLEU_TOKENIZERS, check_moses_language, score_files
+from kerasnmt.decoding.translate import TRANSLATION_BATCH_SIZE
+from kerasnmt.evaluation import BLEU_TOKENIZERS, DEFAULT_LANGUAGE, check_moses_language, score_files
 
 PROGRAM = "kerasnmt"
 BAD_INPUT_STATUS = 2
@@ -305,7 +306,7 @@ def evaluate(parser):
         help="sacreBLEU's tokenizer for BLEU (default: %(default)s, sacreBLEU's own default)",
     )
     parser.add_argument(
-        "--language", type=moses_language, default="en",
+        "--language", type=moses_language, default=DEFAULT_LANGUAGE,
         help="language of the translations, for the Moses tokenizer of the tokenized "
         "lowercased BLEU, as the Moses scripts' -l (default: %(default)s)",
     )
@@ -731,12 +732,19 @@ def export(parser):
     translate_options.json, the translate_batch arguments of the same decoding options.
     A model option CTranslate2 cannot express is refused before anything is written, and
     an OUTPUT that is not an empty directory is replaced only with --force.
+
+    With --format keras-hub, OUTPUT is a keras-hub preset directory (see
+    docs/keras_hub.md): keras_hub.models.Seq2SeqLM.from_preset(OUTPUT), in a process that
+    has imported kerasnmt, loads it, and its generate translates with the same decoding
+    options as kerasnmt translate --config. An OUTPUT that is not an empty directory is
+    replaced only with --force.
     """
     parser.add_argument(
         "output", metavar="OUTPUT",
         help="the SavedModel directory to write (replaced if it exists); with "
         "--next-version, the model base path in which version OUTPUT/N is written; with "
-        "--format ctranslate2, the CTranslate2 model directory",
+        "--format ctranslate2, the CTranslate2 model directory; with --format keras-hub, "
+        "the preset directory",
     )
     _add_model_arguments(parser)
     parser.add_argument(
@@ -753,8 +761,8 @@ def export(parser):
     )
     parser.add_argument(
         "--force", action="store_true",
-        help="with --format ctranslate2: replace an OUTPUT that is not an empty directory "
-        "(a SavedModel export always replaces OUTPUT)",
+        help="with --format ctranslate2 or keras-hub: replace an OUTPUT that is not an "
+        "empty directory (a SavedModel export always replaces OUTPUT)",
     )
     parser.add_argument(
         "--next-version", action="store_true",
@@ -798,6 +806,8 @@ def export(parser):
             parser.error("; ".join(filter(None, refusals)))
         if args.format == "ctranslate2":
             return _export_ctranslate2(parser, args)
+        if args.format == "keras-hub":
+            return _export_keras_hub(args)
         translator, config = _load_model_for_decoding(args)
         if args.quantization:
             quantize_dense_layers(translator, args.quantization)
@@ -856,6 +866,25 @@ def _export_ctranslate2(parser, args):
     print(f"Exported to {args.output}")
 
 
+def _export_keras_hub(args):
+    """`kerasnmt export --format keras-hub`: a preset whose `generate` decodes as
+    `kerasnmt translate` does with the same configuration."""
+    from kerasnmt.export import save_preset
+    from kerasnmt.export.directories import check_output
+
+    check_output(args.output, args.force)
+    translator, config = _load_model_for_decoding(args)
+    _check_n_best(args.n_best, config)
+    if config is not None and config["params"]["shortlist"]:
+        raise ValueError("params.shortlist cannot be written in a keras-hub preset (a "
+                         "vocabulary map file): remove it from the configuration to export "
+                         "the model without it")
+    options, n_best = _export_options(args, config)
+    save_preset(translator, args.output, sampler=_sampler(config, n_best, args.early_exit),
+                force=args.force, jit_compile=not args.no_xla, **options)
+    print(f"Exported to {args.output}")
+
+
 def _read_sentences(path):
     """The lines of a UTF-8 file, or of stdin for None/'-'."""
     from kerasnmt.data.text_files import read_stream_lines
@@ -880,6 +909,10 @@ class _SavedModelTranslator:
         self.signature = model.signatures["n_best" if self.n_best_signature else "serving_default"]
         self.n_best = n_best
         self.with_alignments = with_alignments
+        # Each translated sentence's count of unknown source tokens, in translation order;
+        # exports written before the signatures returned it give none.
+        self.unknown_source_tokens = [] if "unknown_source_tokens" in (
+            self.signature.structured_outputs) else None
         # What the export provides is in the signature's output specs: refuse before
         # reading or decoding anything.
         outputs = self.signature.structured_outputs
@@ -897,6 +930,8 @@ class _SavedModelTranslator:
         """A list of n-best lists of hypotheses (`text`, `score`[, `alignment`]), one per
         sentence."""
         outputs = self.signature(source=self.tf.constant(sentences, self.tf.string))
+        if self.unknown_source_tokens is not None:
+            self.unknown_source_tokens.append(outputs["unknown_source_tokens"].numpy())
         if not self.n_best_signature:
             return [[{"text": text.decode("utf-8"), "score": float(score)}] for text, score in
                     zip(outputs["translation"].numpy(), outputs["score"].numpy())]
@@ -992,9 +1027,10 @@ def translate(parser):
     With --saved-model, the SavedModel decides the decoding options (fixed at export);
     with --config (and --checkpoint) or --model, they come from the configuration's
     params section (beam_width, length_penalty, ...). Sentences are translated in
-    batches of similar lengths; a progress bar is shown when --output is a file. With
-    --config or --model, source tokens the source vocabulary lacks (read as <unk>) are
-    counted, and a warning on stderr says how many, in how many sentences.
+    batches of similar lengths; a progress bar is shown when --output is a file. Source
+    tokens the source vocabulary lacks (read as <unk>) are counted, and a warning on stderr
+    says how many, in how many sentences (a SavedModel counts those left after its
+    maximum_source_length cut; one exported by kerasnmt 0.1.0 does not count them).
 
     --output FILE is written whole or not at all: the translations go to a temporary
     file beside it, renamed to FILE once it holds one line per source line (N with
@@ -1025,15 +1061,14 @@ def translate(parser):
     )
     parser.add_argument(
         "--batch-size", type=positive_int,
-        help="sentences translated together (default: infer.batch_size of --config, else 32)",
+        help="sentences translated together (default: infer.batch_size of --config, else "
+        f"{TRANSLATION_BATCH_SIZE})",
     )
     _add_early_exit_argument(parser)
     _add_shortlist_argument(parser)
     _add_no_xla_argument(parser)
 
     def run(args):
-        from kerasnmt.training_run import TRANSLATION_BATCH_SIZE
-
         fixed_at_export = {"--early-exit": args.early_exit, "--shortlist": args.shortlist,
                            "--no-xla": args.no_xla}
         for option, given in fixed_at_export.items():
@@ -1072,11 +1107,12 @@ def translate(parser):
         )
         if not args.output:
             sys.stdout.writelines(lines)
-            _report_unknown_source_tokens(unknown, translator)
-            return
-        with result_file(args.output, expected_lines=len(sentences) * n_best) as stream:
-            stream.writelines(lines)
-        print(f"wrote {len(sentences)} translations to {args.output}")
+        else:
+            with result_file(args.output, expected_lines=len(sentences) * n_best) as stream:
+                stream.writelines(lines)
+            print(f"wrote {len(sentences)} translations to {args.output}")
+        if args.saved_model and translate_batch.unknown_source_tokens is not None:
+            unknown = np.concatenate(translate_batch.unknown_source_tokens + [np.zeros([0])])
         _report_unknown_source_tokens(unknown, translator)
 
     return run
@@ -1101,7 +1137,8 @@ def _report_unknown_source_tokens(unknown, translator):
 
     tokens, sentences = int(unknown.sum()), int(np.count_nonzero(unknown))
     hint = ""
-    tokenizer = translator.preprocessor.source_tokenizer
+    # A SavedModel's tokenizer is in its graph (`translator` is None): no hint then.
+    tokenizer = translator.preprocessor.source_tokenizer if translator else None
     if isinstance(tokenizer, SentencePieceTokenizer) and not tokenizer.byte_fallback:
         hint = ("; a SentencePiece vocabulary with byte fallback (kerasnmt build-vocab "
                 "--sentencepiece, without --no-byte-fallback) spells unseen characters in "

@@ -15,6 +15,10 @@ BLEU_TOKENIZERS = tuple(BLEU.TOKENIZERS)
 # (`lang == "en"` picks the English apostrophe rules), so "EN" or "english" would be
 # tokenized half as English (the prefix lists) and half not (the apostrophes).
 MOSES_LANGUAGE = re.compile(r"[a-z]{2,3}")
+# The language of the text when none is given (`eval.target_language`, `--language`).
+DEFAULT_LANGUAGE = "en"
+# The scores a run can ask for by name (`eval.scorers`); `bleu` brings `bleu_tokenized_lc`.
+SCORERS = ("bleu", "chrf")
 # What `lowercase_and_moses_tokenize` does, in order, as its signatures name it.
 MOSES_STEPS = "lc+norm+tok"
 
@@ -82,7 +86,7 @@ def check_moses_language(language):
     return language
 
 
-def lowercase_and_moses_tokenize(lines, language="en", escape=False):
+def lowercase_and_moses_tokenize(lines, language=DEFAULT_LANGUAGE, escape=False):
     """The text that published Multi30k scores compare: each line lowercased, its
     punctuation normalized and tokenized with the Moses scripts (`sacremoses`), in the
     order of the Multi30k data set's own `scripts/task1-tokenize.sh`
@@ -160,7 +164,8 @@ def _corpus_bleu(hypotheses, references, tokenize, lowercase):
     return bleu.corpus_score(hypotheses, [references]), str(bleu.get_signature())
 
 
-def score_translations(hypotheses, references, lowercase=False, tokenize="13a", language="en"):
+def score_translations(hypotheses, references, lowercase=False, tokenize="13a",
+                       language=DEFAULT_LANGUAGE):
     """Scores translations against one reference each with sacreBLEU's BLEU and chrF, and
     with BLEU as published on Multi30k.
 
@@ -266,7 +271,7 @@ def read_lines(path):
 
 
 def score_files(hypothesis_path, reference_path, lowercase=False, tokenize="13a",
-                language="en"):
+                language=DEFAULT_LANGUAGE):
     """Scores a file of translations against a file of references, line by line.
 
     Args:

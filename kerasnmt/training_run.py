@@ -42,6 +42,7 @@ from kerasnmt.data.text_files import read_line_aligned
 from kerasnmt.evaluation import score_translations
 from kerasnmt.export import export_translator
 from kerasnmt.decoding.beam_sampler import BeamSampler
+from kerasnmt.decoding.translate import TRANSLATION_BATCH_SIZE
 from kerasnmt.layers import (
     SentencePieceTokenizer,
     TranslationPreprocessor,
@@ -76,8 +77,6 @@ EXPORT_DIRECTORY = "export"
 LOG_DIRECTORY = "logs"
 EVALUATIONS_FILE = "evaluations.jsonl"
 PREDICTIONS_DIRECTORY = "eval"  # model_dir/eval/predictions.txt.STEP, as OpenNMT-tf
-# Sentences translated together when a batch size is counted in tokens.
-TRANSLATION_BATCH_SIZE = 32
 
 
 # ---------------------------------------------------------------------------------------

@@ -1,11 +1,18 @@
+import inspect
 import os
 import pathlib
 import textwrap
 
 import pytest
 
-from kerasnmt import config as config_module
 from kerasnmt.config import ConfigError, check_config, config_reference, default_config, load_config
+from kerasnmt.config.schema import SCHEMA, walk
+from kerasnmt.data.lexical_shortlist import LexicalShortlist
+from kerasnmt.decoding import BeamSampler
+from kerasnmt.evaluation import score_translations
+from kerasnmt.models import Translator
+from kerasnmt.training import FusedAdam
+from tests.models.translator_fixtures import preprocessor
 
 DOCS_TRAINING = pathlib.Path(__file__).resolve().parents[1] / "docs" / "training.md"
 
@@ -114,6 +121,58 @@ def test_defaults_follow_opennmt_tf_where_it_has_the_key():
     assert config["train"]["effective_batch_size"] == 25000
     assert config["train"]["sample_buffer_size"] == -1
     assert config["eval"]["batch_size"] == 32 and config["infer"]["batch_size"] == 32
+
+
+def test_decoding_options_default_to_the_python_apis():
+    """One default an option: the `params` decoding keys are those of `BeamSampler()`,
+    and `infer.batch_size`, the length limit and the shortlist width those of
+    `Translator.translate` and `LexicalShortlist`."""
+    params = default_config()["params"]
+    sampler = BeamSampler()
+    assert params["beam_width"] == sampler.beam_size == 4
+    assert params["num_hypotheses"] == sampler.n_best
+    assert params["sampling_topk"] == sampler.top_k
+    assert params["sampling_temperature"] == sampler.temperature
+    assert params["maximum_decoding_length"] == sampler.max_length
+    assert params["minimum_decoding_length"] == sampler.min_length
+    assert params["length_penalty"] == sampler.length_penalty
+    assert params["coverage_penalty"] == sampler.coverage_penalty
+    assert params["length_normalization"] == sampler.length_normalization == "gnmt"
+    assert params["finished_hypotheses"] == sampler.finished_hypotheses == "in_beam"
+    assert params["freeze_finished_scores"] == sampler.freeze_finished_scores
+    assert params["early_exit"] == sampler.early_exit
+    assert params["compact_batch"] == sampler.compact_batch
+    translate = inspect.signature(Translator.translate).parameters
+    assert default_config()["infer"]["batch_size"] == translate["batch_size"].default
+    assert params["decoding_length_ratio"] == translate["length_ratio"].default
+    assert params["decoding_length_offset"] == translate["length_offset"].default
+    width = inspect.signature(LexicalShortlist.load).parameters["width"].default
+    assert params["shortlist_width"] == width
+
+
+def test_optimizer_and_loss_options_default_to_the_translators():
+    """`Translator()` and `Translator.compile()` train as the configuration's defaults say:
+    Adam (run as FusedAdam) with betas 0.9 and 0.998 on NoamDecay(2.0, num_units, 8000),
+    label smoothing 0.1, no guided alignment."""
+    config = default_config()
+    params = config["params"]
+    translator = Translator(preprocessor(), num_layers=1, num_units=8, num_heads=2,
+                            ffn_inner_dim=8)
+    translator.compile()
+    optimizer = translator.optimizer
+    assert params["optimizer"] == "Adam" and isinstance(optimizer, FusedAdam)
+    assert params["optimizer_params"] == {"beta_1": optimizer.beta_1, "beta_2": optimizer.beta_2}
+    assert params["optimizer_params"] == {"beta_1": 0.9, "beta_2": 0.998}
+    schedule = optimizer._learning_rate
+    assert params["decay_type"] == type(schedule).__name__ == "NoamDecay"
+    assert (schedule.scale, schedule.model_dim, schedule.warmup_steps) == (
+        params["learning_rate"], 8, params["decay_params"]["warmup_steps"])
+    assert (params["label_smoothing"], params["guided_alignment_type"],
+            params["guided_alignment_weight"]) == (
+        translator.label_smoothing, translator.guided_alignment_type,
+        translator.guided_alignment_weight) == (0.1, None, 1.0)
+    assert config["eval"]["target_language"] == "en" == inspect.signature(
+        score_translations).parameters["language"].default
 
 
 def test_unknown_keys_get_suggestions(tmp_path):
@@ -568,7 +627,7 @@ def test_docs_training_page_carries_the_generated_reference():
         f"{DOCS_TRAINING} is out of date: replace the text between the markers with the "
         "output of `python -m kerasnmt.config`"
     )
-    for key_path, option in config_module._walk(config_module._SCHEMA):
+    for key_path, option in walk(SCHEMA):
         assert f"`{key_path}`" in embedded
 
 

@@ -498,7 +498,7 @@ def test_export_to_ctranslate2_refuses_bad_input_before_writing(trained_run, cap
     with pytest.raises(SystemExit):
         cli.main(["export", str(output), "--config", str(config_path), "--force"])
     assert ("--force does not apply to --format savedmodel (it goes with --format "
-            "ctranslate2)" in capsys.readouterr().err)
+            "ctranslate2, keras-hub)" in capsys.readouterr().err)
     with monkeypatch.context() as patch:
         patch.setitem(sys.modules, "ctranslate2", None)  # as if not installed
         with pytest.raises(SystemExit):
@@ -559,3 +559,16 @@ def test_unknown_source_tokens_are_reported_and_still_replaced(tmp_path, capsys)
     assert set(outputs[True][1].split()) == {"zz"}
     assert set(outputs[False][1].split()) == {"<unk>"}
     assert len(outputs[True][1].split()) == len(outputs[False][1].split())
+
+    # The SavedModel counts them too (its signatures return each sentence's count).
+    status, out, err = run_cli(capsys, "export", directory / "unknown_export", "--model",
+                               directory / "unknown.keras", "--config", config, "--no-xla",
+                               "--no-warmup")
+    assert status == 0, err
+    status, out, err = run_cli(capsys, "translate", "--saved-model", directory / "unknown_export",
+                               "--input", directory / "in.txt")
+    assert status == 0, err
+    assert out.splitlines() == outputs[False]
+    assert [line for line in err.splitlines() if "warning" in line] == [
+        "kerasnmt translate: warning: 3 source tokens in 2 of 4 sentences were not in the "
+        "source vocabulary and read as <unk>"]

@@ -1,7 +1,7 @@
 """Writing sharded corpora with Apache Beam, beyond one machine (`kerasnmt[beam]`).
 
 The pipeline runs the same per-shard function as `write_shards`
-(`kerasnmt.data.shards.write_shard`), one shard a Beam element, so it writes the same
+(`kerasnmt.data.shard_writer.write_shard`), one shard a Beam element, so it writes the same
 bytes; the launcher plans the shards (one indexing pass over the corpus) and the
 pipeline's last step checks the counts and writes the index. The corpus, the temporary
 decompressed copies of `.gz` inputs and `output_dir` must be on a filesystem every
@@ -12,7 +12,7 @@ import apache_beam as beam
 import keras
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from kerasnmt.data.shards import finish_shards, plan_shards, write_shard
+from kerasnmt.data.shard_writer import finish_shards, plan_shards, write_shard
 
 
 class _WriteShard(beam.DoFn):

@@ -28,7 +28,8 @@ import tensorflow as tf
 
 from kerasnmt.data.batch_plan import kept_examples, padded_length, plan_batches
 from kerasnmt.data.batching import count_target_tokens, example_length, fit_batch, source_length
-from kerasnmt.data.shards import ShardsError, load_shards_index, parse_chunk_fn, shard_lengths
+from kerasnmt.data.shard_examples import parse_chunk_fn
+from kerasnmt.data.shards_index import ShardsError, load_shards_index, shard_lengths
 
 
 # A tf.data iterator over `Dataset.from_generator` that is still alive when the interpreter

@@ -1,5 +1,6 @@
 """Beam search, greedy search and sampling over any step function, as a Keras layer."""
 
+import inspect
 import numbers
 
 import keras
@@ -16,7 +17,10 @@ from kerasnmt.decoding.search import (
     TopKSampling,
 )
 from kerasnmt.decoding.search.compacting_loop import batch_sizes
-from kerasnmt.decoding.search.scoring import check_length_normalization
+from kerasnmt.decoding.search.scoring import (
+    DEFAULT_LENGTH_NORMALIZATION,
+    check_length_normalization,
+)
 from kerasnmt.decoding.search.top_k import SEED_RANGE
 
 # Where finished hypotheses go: they keep their beam slots (OpenNMT-tf), or leave the beam
@@ -249,7 +253,7 @@ class BeamSampler(keras.layers.Layer):
         freeze_finished_scores=False,
         early_exit=False,
         compact_batch=False,
-        length_normalization="gnmt",
+        length_normalization=DEFAULT_LENGTH_NORMALIZATION,
         finished_hypotheses="in_beam",
         **kwargs,
     ):
@@ -387,6 +391,15 @@ class BeamSampler(keras.layers.Layer):
             finished_hypotheses=self.finished_hypotheses,
         )
         return config
+
+
+# The arguments of `BeamSampler` with their defaults (the configuration's `params` section
+# takes them as its own), all but `seed` and Keras' own.
+SAMPLER_DEFAULTS = {
+    name: parameter.default
+    for name, parameter in inspect.signature(BeamSampler).parameters.items()
+    if name not in ("seed", "kwargs")
+}
 
 
 def _check_int(name, value, minimum):

@@ -29,7 +29,10 @@ import tensorflow as tf
 
 from kerasnmt.decoding.option_rules import decoding_option_problems
 from kerasnmt.decoding.search import BeamRanking, Greedy, TopKSampling
-from kerasnmt.decoding.search.scoring import check_length_normalization
+from kerasnmt.decoding.search.scoring import (
+    DEFAULT_LENGTH_NORMALIZATION,
+    check_length_normalization,
+)
 from kerasnmt.decoding.search.top_k import SEED_RANGE
 
 
@@ -79,7 +82,7 @@ class PenalizedBeamSampler(keras_hub.samplers.Sampler):
 
     def __init__(self, num_beams=4, length_penalty=0.0, n_best=1, min_length=0, top_k=1,
                  temperature=1.0, seed=None, freeze_finished_scores=False, early_exit=False,
-                 coverage_penalty=0.0, length_normalization="gnmt"):
+                 coverage_penalty=0.0, length_normalization=DEFAULT_LENGTH_NORMALIZATION):
         if coverage_penalty != 0:
             raise ValueError(
                 "PenalizedBeamSampler: coverage_penalty needs the attention weights of each "

@@ -36,6 +36,8 @@ from kerasnmt.decoding.widths import (
 )
 from kerasnmt.decoding.beam_sampler import BeamSampler
 
+# Sentences translated together when a caller does not say (`infer.batch_size`'s default).
+TRANSLATION_BATCH_SIZE = 32
 # A call decodes the sentences of at most this many batches at once (bounds the memory of
 # the outputs; batch search groups sentences within a block).
 BLOCK_BATCHES = 64
@@ -47,8 +49,8 @@ _FEATURES_SPEC = {  # what source_features returns
 }
 
 
-def translate(translator, sentences, sampler=None, batch_size=32, return_details=False,
-              replace_unknown_target=False, jit_compile=True, shortlist=None,
+def translate(translator, sentences, sampler=None, batch_size=TRANSLATION_BATCH_SIZE,
+              return_details=False, replace_unknown_target=False, jit_compile=True, shortlist=None,
               decoding_threads=2, maximum_source_length=DEFAULT_MAXIMUM_SOURCE_LENGTH,
               length_ratio=DEFAULT_LENGTH_RATIO, length_offset=DEFAULT_LENGTH_OFFSET):
     """Translates `sentences` (a 1-D string array) with `translator`; see

@@ -121,7 +121,8 @@ class TranslateFunction:
         outputs, features = self.hypotheses(source)
         best = {key: value[:, :1] for key, value in outputs.items()}
         texts = self._texts(best, features, False)["texts"]
-        return {"translation": texts[:, 0], "score": outputs["scores"][:, 0]}
+        return {"translation": texts[:, 0], "score": outputs["scores"][:, 0],
+                "unknown_source_tokens": self._unknown_source_tokens(features)}
 
     def n_best(self, source, with_alignments):
         outputs, features = self.hypotheses(source)
@@ -130,10 +131,17 @@ class TranslateFunction:
             "translations": texts["texts"],
             "scores": outputs["scores"],
             "log_probs": outputs["log_probs"],
+            "unknown_source_tokens": self._unknown_source_tokens(features),
         }
         if with_alignments:
             result["alignments"] = texts["alignments"]
         return result
+
+    def _unknown_source_tokens(self, features):
+        """int32 `[B]`: each sentence's translated tokens the source vocabulary lacks (read
+        as the unknown id), so that a caller can say what `<unk>` cost it."""
+        unknown_id = len(self.preprocessor.source_vocabulary)
+        return tf.reduce_sum(tf.cast(tf.equal(features["ids"], unknown_id), tf.int32), axis=-1)
 
     def details(self, features):
         """Everything `Translator.translate` returns, as tensors (never a signature), from

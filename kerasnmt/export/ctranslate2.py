@@ -67,7 +67,7 @@ from kerasnmt.data.vocabulary import (
     START_OF_SENTENCE_TOKEN,
     UNKNOWN_TOKEN,
 )
-from kerasnmt.export.directories import write_atomically
+from kerasnmt.export.directories import check_output, write_atomically
 from kerasnmt.decoding.widths import (
     DEFAULT_LENGTH_OFFSET,
     DEFAULT_LENGTH_RATIO,
@@ -178,27 +178,6 @@ def export_ctranslate2(
 
     write_atomically(write, os.fspath(path))
     return path
-
-
-def check_output(path, force=False):
-    """A `ValueError` when `path` exists and is not an empty directory, unless `force`.
-
-    Examples:
-        >>> import tempfile
-        >>> directory = tempfile.mkdtemp()
-        >>> check_output(directory)  # empty: written into
-        >>> open(os.path.join(directory, "model.bin"), "w").close()
-        >>> check_output(directory)
-        Traceback (most recent call last):
-        ...
-        ValueError: ... is not an empty directory: pass force=True (kerasnmt export --force) ...
-        >>> check_output(directory, force=True)
-    """
-    if not force and os.path.lexists(path) and not (
-        os.path.isdir(path) and not os.listdir(path)
-    ):
-        raise ValueError(f"{path} exists and is not an empty directory: pass force=True "
-                         "(kerasnmt export --force) to replace it")
 
 
 def transformer_spec(translator):

@@ -1,11 +1,12 @@
 """Where an export is written: a directory replaced atomically (`write_atomically`, from
-`kerasnmt.data.result_directory`), and TF Serving's numbered versions of a model base path."""
+`kerasnmt.data.result_directory`), an existing one replaced only when asked, and TF
+Serving's numbered versions of a model base path."""
 
 import os
 
 from kerasnmt.data.result_directory import write_atomically
 
-__all__ = ["next_version_path", "write_atomically"]
+__all__ = ["check_output", "next_version_path", "write_atomically"]
 
 
 def next_version_path(base_path):
@@ -22,3 +23,23 @@ def next_version_path(base_path):
     ) else []
     return os.path.join(base_path, str(max(versions, default=0) + 1))
 
+
+def check_output(path, force=False):
+    """A `ValueError` when `path` exists and is not an empty directory, unless `force`.
+
+    Examples:
+        >>> import tempfile
+        >>> directory = tempfile.mkdtemp()
+        >>> check_output(directory)  # empty: written into
+        >>> open(os.path.join(directory, "model.bin"), "w").close()
+        >>> check_output(directory)
+        Traceback (most recent call last):
+        ...
+        ValueError: ... is not an empty directory: pass force=True (kerasnmt export --force) ...
+        >>> check_output(directory, force=True)
+    """
+    if not force and os.path.lexists(path) and not (
+        os.path.isdir(path) and not os.listdir(path)
+    ):
+        raise ValueError(f"{path} exists and is not an empty directory: pass force=True "
+                         "(kerasnmt export --force) to replace it")

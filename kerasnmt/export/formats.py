@@ -7,9 +7,11 @@ take it.
 
 Example:
     >>> sorted(EXPORT_FORMATS)
-    ['ctranslate2', 'savedmodel']
+    ['ctranslate2', 'keras-hub', 'savedmodel']
     >>> EXPORT_FORMATS["ctranslate2"].refusals({"force": True, "next_version": True})
     ['--next-version does not apply to --format ctranslate2 (it goes with --format savedmodel)']
+    >>> EXPORT_FORMATS["keras-hub"].quantization_refusal("int8")
+    '--quantization int8 goes with --format savedmodel, ctranslate2 (--format keras-hub takes none)'
 """
 
 import dataclasses
@@ -49,7 +51,7 @@ class ExportFormat:
         writers = [name for name, export_format in EXPORT_FORMATS.items()
                    if quantization in export_format.quantizations]
         return (f"--quantization {quantization} goes with --format {', '.join(writers)} "
-                f"(--format {self.name} takes {', '.join(self.quantizations)})")
+                f"(--format {self.name} takes {', '.join(self.quantizations) or 'none'})")
 
 
 def _flag(option):
@@ -70,6 +72,10 @@ EXPORT_FORMATS = {
         ExportFormat(
             "ctranslate2", "a CTranslate2 model directory (pip install 'kerasnmt[ctranslate2]')",
             frozenset({"force"}), QUANTIZATIONS),
+        ExportFormat(
+            "keras-hub", "a keras-hub preset directory (keras_hub.models.Seq2SeqLM."
+            "from_preset, in a process that has imported kerasnmt)",
+            frozenset({"force", "early_exit", "no_xla"}), ()),
     )
 }
 # Every weight type some format writes, for `--quantization`'s choices.

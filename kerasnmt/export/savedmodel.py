@@ -37,9 +37,13 @@ which TF Serving runs when it loads the model (`kerasnmt.export.serving_warmup`)
 Signatures:
 
 - `serving_default`: `source` string `[None]` -> `translation` string `[None]`,
-  `score` float32 `[None]` (the best hypothesis and its penalized score);
+  `score` float32 `[None]` (the best hypothesis and its penalized score), and
+  `unknown_source_tokens` int32 `[None]` (how many of the sentence's translated tokens,
+  after the cut to `maximum_source_length`, the source vocabulary lacks: each was read as
+  `<unk>`; always 0 with a byte-fallback SentencePiece vocabulary);
 - `n_best`: `source` -> `translations` string `[None, n]`, `scores` and `log_probs`
-  float32 `[None, n]` (best first, `n = sampler.n_best`), and with
+  float32 `[None, n]` (best first, `n = sampler.n_best`), `unknown_source_tokens` as
+  above, and with
   `with_alignments=True`, `alignments` float32 `[None, n, target_length, source_length]`
   (the last decoder layer's first attention head: one row per target token, `</s>`
   excluded, over the truncated source tokens; zeros on padding).
@@ -61,7 +65,7 @@ Example:
     ...                          jit_compile=False, warmup=False)
     >>> serving = tf.saved_model.load(path).signatures[SERVING_SIGNATURE]
     >>> sorted(serving(source=tf.constant(["a b", "b"])))
-    ['score', 'translation']
+    ['score', 'translation', 'unknown_source_tokens']
 """
 
 import os

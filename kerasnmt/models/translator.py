@@ -1,13 +1,18 @@
 """The translation model users fit, evaluate (and later translate with and export)."""
 
 import gc
+import inspect
 
 import keras
 import tensorflow as tf
 
 from kerasnmt.data.string_arrays import string_array
 from kerasnmt.decoding.decode import decode
-from kerasnmt.decoding.translate import forget_translate_functions, translate
+from kerasnmt.decoding.translate import (
+    TRANSLATION_BATCH_SIZE,
+    forget_translate_functions,
+    translate,
+)
 from kerasnmt.decoding.widths import (
     DEFAULT_LENGTH_OFFSET,
     DEFAULT_LENGTH_RATIO,
@@ -20,8 +25,7 @@ from kerasnmt.training.losses import (
     guided_alignment_cost,
 )
 from kerasnmt.training import fitting
-from kerasnmt.training.fused_adam import FusedAdam
-from kerasnmt.training.noam_decay import NoamDecay
+from kerasnmt.training.optimizers import default_optimizer
 from kerasnmt.training.perplexity import Perplexity
 
 
@@ -211,7 +215,7 @@ class Translator(keras.Model):
         self,
         sentences,
         sampler=None,
-        batch_size=32,
+        batch_size=TRANSLATION_BATCH_SIZE,
         return_details=False,
         replace_unknown_target=False,
         jit_compile=True,
@@ -281,6 +285,11 @@ class Translator(keras.Model):
 
         return export_translator(self, filepath, sampler=sampler, **options)
 
+    def save_to_preset(self, preset_dir, sampler=None, force=False, **translate_options):
+        """A keras-hub preset of this model: `kerasnmt.export.save_preset(self, ...)`."""
+        from kerasnmt.export import save_preset  # noqa: PLC0415 (kerasnmt.export imports this module)
+        return save_preset(self, preset_dir, sampler, force, **translate_options)
+
     # Loss and metrics.
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
@@ -322,13 +331,12 @@ class Translator(keras.Model):
         """`keras.Model.compile`; the default optimizer is OpenNMT-tf's Transformer one.
 
         That is Adam (`beta_2=0.998`, applied by `kerasnmt.training.FusedAdam`) with
-        `NoamDecay(2.0, num_units, 8000)`. No loss is given: the model computes its own. Pass
-        `jit_compile=True` for XLA.
+        `NoamDecay(2.0, num_units, 8000)` (`kerasnmt.training.optimizers.default_optimizer`,
+        the defaults of the configuration's `params` too). No loss is given: the model
+        computes its own. Pass `jit_compile=True` for XLA.
         """
         if optimizer is None:
-            optimizer = FusedAdam(
-                NoamDecay(2.0, self.backbone.num_units, 8000), beta_1=0.9, beta_2=0.998
-            )
+            optimizer = default_optimizer(self.backbone.num_units)
         super().compile(optimizer=optimizer, **kwargs)
 
     def _maybe_symbolic_build(self, iterator=None, data_batch=None):
@@ -432,6 +440,14 @@ class Translator(keras.Model):
         if "backbone" in config:
             config["backbone"] = keras.saving.deserialize_keras_object(config["backbone"])
         return cls(**config)
+
+
+# The arguments of `Translator` that make its training loss, with their defaults (the
+# configuration's `params` section takes them as its own).
+LOSS_DEFAULTS = {
+    name: inspect.signature(Translator).parameters[name].default
+    for name in ("label_smoothing", "guided_alignment_type", "guided_alignment_weight")
+}
 
 
 def _fit_alignment(alignment, attention_shape):

@@ -16,6 +16,10 @@ from kerasnmt.training.noam_decay import NoamDecay
 from kerasnmt.training.non_finite_loss import StopOnNonFiniteLoss
 from kerasnmt.training.schedule_wrapper import ScheduleWrapper
 
+# Examples a batch when `fit` or `evaluate` is given no `batch_size` (Keras' own default),
+# and `eval.batch_size`'s default.
+DEFAULT_BATCH_SIZE = 32
+
 
 def model_data(features, labels):
     """Batched `(features, labels)` of the preprocessor -> the model's `(x, y)`.
@@ -79,7 +83,7 @@ def training_batches(translator, x, y, batch_size, shuffle, batching, what, trai
             dataset = make_training_batches(
                 dataset,
                 translator.preprocessor,
-                batch_size or 32,
+                batch_size or DEFAULT_BATCH_SIZE,
                 num_replicas=translator.distribute_strategy.num_replicas_in_sync,
                 training=training,
                 **batching,
@@ -159,7 +163,7 @@ def fit(translator, x=None, y=None, batch_size=None, batch_type="examples",
             kwargs["steps_per_epoch"] = int(dataset.reduce(0, lambda count, _: count + 1))
         dataset = dataset.repeat()
     set_gradient_accumulation(translator.optimizer, accumulation_steps(
-        effective_batch_size, batch_size or 32,
+        effective_batch_size, batch_size or DEFAULT_BATCH_SIZE,
         translator.distribute_strategy.num_replicas_in_sync))
     callbacks = [StopOnNonFiniteLoss()] + list(callbacks or [])
     return keras.Model.fit(

@@ -7,6 +7,8 @@ import tensorflow as tf
 # /proc/cpuinfo flags of the CPU instructions that make bfloat16 matrix products fast:
 # AVX-512 BF16 (Cooper Lake, Zen 4) and AMX (Sapphire Rapids).
 BFLOAT16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
+# What `train.mixed_precision` may name besides None (float32): a mixed policy, or `auto`.
+MIXED_PRECISION_SETTINGS = ("auto", "mixed_float16", "mixed_bfloat16")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,13 +42,16 @@ def choose_precision(setting, flags=None, gpus=None, tpu=False):
     kept as it is.
 
     Args:
-        setting: `"auto"`, `"mixed_float16"`, `"mixed_bfloat16"` or None.
+        setting: one of `MIXED_PRECISION_SETTINGS`, or None.
         flags: the CPU's flags; default `cpu_flags()`.
         gpus: the visible GPUs; default `tf.config.list_physical_devices("GPU")`.
         tpu: whether training runs on a TPU (`train.tpu`).
 
     Returns:
         A `Precision`.
+
+    Raises:
+        ValueError: for a setting not in `MIXED_PRECISION_SETTINGS` (nor None).
 
     Examples:
         >>> choose_precision("auto", flags={"avx2", "avx512f"}, gpus=[]).policy is None
@@ -56,6 +61,9 @@ def choose_precision(setting, flags=None, gpus=None, tpu=False):
         >>> choose_precision("auto", flags={"amx_bf16"}, gpus=["GPU:0"]).policy
         'mixed_float16'
     """
+    if setting is not None and setting not in MIXED_PRECISION_SETTINGS:
+        raise ValueError(f"mixed precision must be None or one of {MIXED_PRECISION_SETTINGS}, "
+                         f"got {setting!r}")
     if setting != "auto":
         return Precision(setting, f"{setting or 'float32'}: set by train.mixed_precision")
     if tpu:

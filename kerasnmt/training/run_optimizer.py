@@ -1,13 +1,12 @@
 """The optimizer of a run configuration: what `kerasnmt train` steps with, and what the
 checkpoints of a run hold the state of (`kerasnmt.converters` writes that state too)."""
 
-import keras
 import tensorflow as tf
 
 from kerasnmt.training.accumulation import accumulation_steps as training_accumulation_steps
-from kerasnmt.training.fused_adam import FusedAdam
 from kerasnmt.training.inv_sqrt_decay import InvSqrtDecay
 from kerasnmt.training.noam_decay import NoamDecay
+from kerasnmt.training.optimizers import optimizer_class
 from kerasnmt.training.schedule_wrapper import ScheduleWrapper
 
 
@@ -62,9 +61,7 @@ def build_optimizer(config):
             minimum_learning_rate=params["minimum_learning_rate"],
             accumulation_steps=steps,
         )
-    optimizer_class = (FusedAdam if params["optimizer"] == "Adam"
-                       else getattr(keras.optimizers, params["optimizer"]))
-    return optimizer_class(
+    return optimizer_class(params["optimizer"])(
         learning_rate=learning_rate,
         gradient_accumulation_steps=steps if steps > 1 else None,
         **params["optimizer_params"],

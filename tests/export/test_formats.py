@@ -10,7 +10,8 @@ from kerasnmt.export.formats import ALL_QUANTIZATIONS, EXPORT_FORMATS, FORMAT_OP
 def test_each_format_refuses_the_options_of_the_other_by_name():
     savedmodel, ctranslate2 = EXPORT_FORMATS["savedmodel"], EXPORT_FORMATS["ctranslate2"]
     assert savedmodel.refusals({"force": True, "no_xla": True, "shortlist": None}) == [
-        "--force does not apply to --format savedmodel (it goes with --format ctranslate2)"]
+        "--force does not apply to --format savedmodel (it goes with --format ctranslate2, "
+        "keras-hub)"]
     assert ctranslate2.refusals({"force": True, "no_warmup": True, "with_alignments": False}) == [
         "--no-warmup does not apply to --format ctranslate2 (it goes with --format savedmodel)"]
     assert savedmodel.quantization_refusal("int8") is None
@@ -33,10 +34,10 @@ def test_every_format_option_is_an_export_argument_some_format_takes():
 
 @pytest.mark.parametrize("argv, message", [
     (["--format", "onnx"], "argument --format: invalid choice: 'onnx' (choose from "
-                           "'ctranslate2', 'savedmodel')"),
+                           "'ctranslate2', 'keras-hub', 'savedmodel')"),
     (["--format", "ctranslate2", "--no-xla", "--early-exit"],
-     "--early-exit does not apply to --format ctranslate2 (it goes with --format savedmodel); "
-     "--no-xla does not apply to --format ctranslate2"),
+     "--early-exit does not apply to --format ctranslate2 (it goes with --format savedmodel, "
+     "keras-hub); --no-xla does not apply to --format ctranslate2"),
 ])
 def test_the_command_refuses_before_reading_the_model(argv, message, tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:

@@ -138,6 +138,17 @@ def _translations(translator, sentences, **options):
     return [n_best[0]["text"] for n_best in _details(translator, sentences, **options)]
 
 
+def test_signatures_count_unknown_source_tokens(whitespace_model):
+    # The source vocabulary is a-h: "zz", "yy" and "Q" are unknown; the thirteenth token of
+    # the last sentence is cut (maximum_source_length 12), so it is not translated as <unk>.
+    sources = ["a zz b yy", "Q", "a b", "", " ".join(["a"] * MAXIMUM_SOURCE_LENGTH + ["zz"])]
+    expected = [2, 1, 0, 0, 0]
+    for name in (SERVING_SIGNATURE, N_BEST_SIGNATURE):
+        outputs = whitespace_model.signatures[name](source=tf.constant(sources))
+        assert outputs["unknown_source_tokens"].dtype == tf.int32
+        assert outputs["unknown_source_tokens"].numpy().tolist() == expected
+
+
 def test_signatures_equal_translate(whitespace_export, whitespace_model):
     translator, _ = whitespace_export
     model = whitespace_model
@@ -148,13 +159,14 @@ def test_signatures_equal_translate(whitespace_export, whitespace_model):
     expected = _details(translator, SENTENCES)
 
     outputs = serving(source=tf.constant(SENTENCES))
-    assert set(outputs) == {"translation", "score"}
+    assert set(outputs) == {"translation", "score", "unknown_source_tokens"}
     assert outputs["translation"].dtype == tf.string and outputs["score"].dtype == tf.float32
     assert _strings(outputs["translation"]) == [n_best[0]["text"] for n_best in expected]
     np.testing.assert_allclose(outputs["score"], [n[0]["score"] for n in expected], atol=1e-4)
 
     outputs = model.signatures[N_BEST_SIGNATURE](source=tf.constant(SENTENCES))
-    assert set(outputs) == {"translations", "scores", "log_probs", "alignments"}
+    assert set(outputs) == {"translations", "scores", "log_probs", "alignments",
+                            "unknown_source_tokens"}
     assert outputs["translations"].shape == (len(SENTENCES), 2)
     assert [_strings(row) for row in outputs["translations"]] == [
         [h["text"] for h in n_best] for n_best in expected]

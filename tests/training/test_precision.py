@@ -43,3 +43,11 @@ def test_cpu_flags_reads_the_flags_line_of_cpuinfo(tmp_path):
         "processor\t: 1\nflags\t\t: fpu avx2 avx512_bf16\n", encoding="utf-8")
     assert cpu_flags(cpuinfo) == {"fpu", "avx2", "avx512_bf16"}
     assert cpu_flags(tmp_path / "missing") == set()
+
+
+def test_a_setting_that_names_no_policy_is_refused():
+    assert choose_precision("mixed_float16").policy == "mixed_float16"
+    assert choose_precision(None).policy is None
+    with pytest.raises(ValueError, match=r"one of \('auto', 'mixed_float16', "
+                       r"'mixed_bfloat16'\), got 'float16'"):
+        choose_precision("float16")

@@ -25,6 +25,7 @@ Example:
 import tensorflow as tf
 
 from kerasnmt.decoding.search.scoring import (
+    DEFAULT_LENGTH_NORMALIZATION,
     check_length_normalization,
     coverage_penalty,
     force_or_forbid_end,
@@ -61,7 +62,7 @@ class SearchRule:
     ranks_by_score = True
 
     def __init__(self, beam_size, n_best=1, min_length=0, length_penalty=0.0,
-                 coverage_penalty=0.0, length_normalization="gnmt",
+                 coverage_penalty=0.0, length_normalization=DEFAULT_LENGTH_NORMALIZATION,
                  freeze_finished_scores=False, early_exit=False):
         check_length_normalization(length_normalization, type(self).__name__)
         self.beam_size = beam_size

@@ -47,6 +47,8 @@ EXCLUDED_LOGIT = -1e9
 
 # The length penalty's divisor: GNMT's `((5 + length) / 6) ** alpha`, or `length ** alpha`.
 LENGTH_NORMALIZATIONS = ("gnmt", "power")
+# OpenNMT-tf's divisor: the default of the samplers, the search rules and the configuration.
+DEFAULT_LENGTH_NORMALIZATION = "gnmt"
 
 
 def check_length_normalization(normalization, owner):
@@ -87,7 +89,7 @@ def with_columns(logits, columns, values):
 
 
 def length_penalty_divisor(lengths, finished, length_penalty, freeze_finished_scores,
-                           normalization="gnmt"):
+                           normalization=DEFAULT_LENGTH_NORMALIZATION):
     """`((5 + length) / 6) ** length_penalty` (`normalization="gnmt"`) or `length **
     length_penalty` (`"power"`), `[rows, 1]` (1.0 when `length_penalty` is 0), where
     `length` counts the new token: OpenNMT-tf's `length + 1` also for finished rows,
