@@ -34,6 +34,7 @@ from kerasnmt.data.text_files import ERROR_POLICIES
 from kerasnmt.evaluation import BLEU_TOKENIZERS, check_moses_language
 from kerasnmt.export.formats import ALL_QUANTIZATIONS, EXPORT_FORMATS
 from kerasnmt.runner import training_run
+from kerasnmt.runner.model_conversion import CONVERTERS
 from kerasnmt.runner.option_error import OptionError
 from kerasnmt.training import NonFiniteLossError
 from kerasnmt.training.distribution import WorkerLostError
@@ -163,6 +164,17 @@ def average_checkpoints(parser):
     parser.add_argument("--config", required=True, metavar="RUN_YML")
     parser.add_argument("--max-count", type=positive_int)
     parser.add_argument("--output", metavar="DIR")
+
+
+@subcommand(runner.convert)
+def convert(parser):
+    parser.add_argument("toolkit", choices=sorted(CONVERTERS), metavar="TOOLKIT")
+    parser.add_argument("--config", required=True, metavar="ONMT_YML")
+    parser.add_argument("--output", required=True, metavar="DIR")
+    parser.add_argument("--checkpoint", metavar="PATH")
+    parser.add_argument("--model-type", metavar="NAME")
+    parser.add_argument("--num-heads", type=positive_int, metavar="N")
+    parser.add_argument("--force", action="store_true")
 
 
 @subcommand(runner.build_shortlist)

@@ -448,7 +448,7 @@ def test_schedule_options_need_a_schedule(tmp_path):
 
 def test_inv_sqrt_decay_takes_the_peak_learning_rate(tmp_path):
     from kerasnmt.training import InvSqrtDecay, ScheduleWrapper
-    from kerasnmt.runner.run_optimizer import build_optimizer
+    from kerasnmt.training.run_optimizer import build_optimizer
 
     path = write_config(
         tmp_path,

@@ -2,11 +2,12 @@
 
 `data` (files, vocabularies, `tf.data` pipelines) depends on nothing else of kerasnmt;
 `layers` builds on `data`; `decoding` (the samplers and the translation path) on `layers`
-and `data`; `training` (schedules, losses, callbacks) on `data` only. The modules
-above them (`models`, `export`, `config`, `evaluation`) may combine them; the `runner`
-(what each command does, as library calls) builds on all of these, only the command line
-(`kerasnmt.cli`) imports the runner, and no module imports the command line. Imports
-inside functions count as well.
+and `data`; `training` (schedules, losses, callbacks) on `data` only; `converters` (models
+of other toolkits into run directories) on `models`, `layers`, `data`, `training` and
+`config`. The modules above them (`models`, `export`, `config`, `evaluation`) may combine
+them; the `runner` (what each command does, as library calls) builds on all of these,
+only the command line (`kerasnmt.cli`) imports the runner, and no module imports the
+command line. Imports inside functions count as well.
 """
 
 import ast
@@ -22,8 +23,9 @@ ALLOWED_IMPORTS = {
     "layers": {"layers", "data"},
     "decoding": {"decoding", "layers", "data"},
     "training": {"training", "data"},
+    "converters": {"converters", "models", "layers", "data", "training", "config"},
     "runner": {"runner", "models", "decoding", "export", "training", "data", "layers",
-               "config", "evaluation"},
+               "config", "evaluation", "converters"},
 }
 
 

@@ -91,4 +91,10 @@ MODEL_SECTION = {
         "kernels: fairseq's 0.7071 (`1 / sqrt(2)`) gives the separate projections the "
         "scale of one fused `[D, 3D]` kernel.",
     ),
+    "layer_norm_epsilon": Option(
+        ARCHITECTURE_DEFAULTS["layer_norm_epsilon"],
+        Number(minimum=0, closed=(False, True)),
+        "Epsilon of the layer normalizations: 1e-6, or OpenNMT-tf 2.x's 1e-3 (Keras' "
+        "default), which `kerasnmt convert opennmt-tf` writes for a converted model.",
+    ),
 }

@@ -36,6 +36,7 @@ class TransformerDecoder(TransformerEncoder):
         maximum_relative_position: relative position clipping distance of the
             self-attention, or `None` for absolute sinusoidal positions.
         pre_norm: pre-norm (True) or post-norm (False) residual blocks.
+        layer_norm_epsilon: the epsilon of the layer normalizations.
         **kwargs: passed to `keras.layers.Layer`.
 
     Call arguments:
@@ -77,6 +78,7 @@ class TransformerDecoder(TransformerEncoder):
             ffn_activation=self.ffn_activation,
             maximum_relative_position=self.maximum_relative_position,
             pre_norm=self.pre_norm,
+            layer_norm_epsilon=self.layer_norm_epsilon,
             **kwargs,
         )
 

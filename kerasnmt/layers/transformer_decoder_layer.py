@@ -3,11 +3,7 @@
 import keras
 
 from kerasnmt.layers.relative_multi_head_attention import RelativeMultiHeadAttention
-from kerasnmt.layers.transformer_encoder_layer import (
-    LAYER_NORM_EPSILON,
-    TransformerEncoderLayer,
-    residual,
-)
+from kerasnmt.layers.transformer_encoder_layer import TransformerEncoderLayer, residual
 
 
 @keras.saving.register_keras_serializable(package="kerasnmt")
@@ -32,7 +28,8 @@ class TransformerDecoderLayer(TransformerEncoderLayer):
             weights), `ffn_dropout` (on the feed-forward inner activations),
             `ffn_activation`, `maximum_relative_position` (relative position clipping
             distance of the self-attention, or `None`), `pre_norm` (layer normalization
-            before or after each sublayer) — and those of `keras.layers.Layer`.
+            before or after each sublayer), `layer_norm_epsilon` — and those of
+            `keras.layers.Layer`.
 
     Call arguments:
         inputs: `[B, T, D]`.
@@ -66,7 +63,8 @@ class TransformerDecoderLayer(TransformerEncoderLayer):
             name="cross_attention",
         )
         self.cross_attention_norm = keras.layers.LayerNormalization(
-            epsilon=LAYER_NORM_EPSILON, dtype=self.dtype_policy, name="cross_attention_norm"
+            epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy,
+            name="cross_attention_norm"
         )
 
     def build(self, inputs_shape):

@@ -28,6 +28,8 @@ class TransformerEncoder(keras.layers.Layer):
         maximum_relative_position: relative position clipping distance, or `None` for
             absolute sinusoidal positions.
         pre_norm: pre-norm (True) or post-norm (False) residual blocks.
+        layer_norm_epsilon: the epsilon of the layer normalizations (1e-6; OpenNMT-tf
+            2.x's is 1e-3).
         **kwargs: passed to `keras.layers.Layer`.
 
     Call arguments:
@@ -60,6 +62,7 @@ class TransformerEncoder(keras.layers.Layer):
         ffn_activation="relu",
         maximum_relative_position=None,
         pre_norm=True,
+        layer_norm_epsilon=LAYER_NORM_EPSILON,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -73,6 +76,7 @@ class TransformerEncoder(keras.layers.Layer):
         self.ffn_activation = keras.activations.get(ffn_activation)
         self.maximum_relative_position = maximum_relative_position
         self.pre_norm = pre_norm
+        self.layer_norm_epsilon = layer_norm_epsilon
         self.supports_jit = True
         policy = self.dtype_policy
         self.position_encoding = (
@@ -85,7 +89,7 @@ class TransformerEncoder(keras.layers.Layer):
             setattr(self, f"layer_{i}", self._make_layer(dtype=policy, name=f"layer_{i}"))
         self.output_norm = (
             keras.layers.LayerNormalization(
-                epsilon=LAYER_NORM_EPSILON, dtype=policy, name="output_norm"
+                epsilon=layer_norm_epsilon, dtype=policy, name="output_norm"
             )
             if pre_norm
             else None
@@ -107,6 +111,7 @@ class TransformerEncoder(keras.layers.Layer):
             ffn_activation=self.ffn_activation,
             maximum_relative_position=self.maximum_relative_position,
             pre_norm=self.pre_norm,
+            layer_norm_epsilon=self.layer_norm_epsilon,
             **kwargs,
         )
 
@@ -147,5 +152,6 @@ class TransformerEncoder(keras.layers.Layer):
             ffn_activation=keras.activations.serialize(self.ffn_activation),
             maximum_relative_position=self.maximum_relative_position,
             pre_norm=self.pre_norm,
+            layer_norm_epsilon=self.layer_norm_epsilon,
         )
         return config

@@ -6,7 +6,8 @@ from kerasnmt.layers.dropout import Dropout
 from kerasnmt.layers.feed_forward_network import FeedForwardNetwork
 from kerasnmt.layers.relative_multi_head_attention import RelativeMultiHeadAttention
 
-# OpenNMT-tf's layer normalization epsilon.
+# kerasnmt's layer normalization epsilon (OpenNMT-tf 1.x's); OpenNMT-tf 2.x's is Keras'
+# default, 1e-3 (`layer_norm_epsilon`).
 LAYER_NORM_EPSILON = 1e-6
 
 
@@ -45,6 +46,8 @@ class TransformerEncoderLayer(keras.layers.Layer):
         ffn_activation: feed-forward activation.
         maximum_relative_position: relative position clipping distance, or `None`.
         pre_norm: layer normalization before (True) or after (False) each sublayer.
+        layer_norm_epsilon: the epsilon of the layer normalizations (1e-6; OpenNMT-tf
+            2.x's is 1e-3).
         **kwargs: passed to `keras.layers.Layer`.
 
     Call arguments:
@@ -78,6 +81,7 @@ class TransformerEncoderLayer(keras.layers.Layer):
         ffn_activation="relu",
         maximum_relative_position=None,
         pre_norm=True,
+        layer_norm_epsilon=LAYER_NORM_EPSILON,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -95,6 +99,7 @@ class TransformerEncoderLayer(keras.layers.Layer):
         self.ffn_activation = keras.activations.get(ffn_activation)
         self.maximum_relative_position = maximum_relative_position
         self.pre_norm = pre_norm
+        self.layer_norm_epsilon = layer_norm_epsilon
         self.supports_jit = True
         policy = self.dtype_policy
         self.self_attention = RelativeMultiHeadAttention(
@@ -106,13 +111,13 @@ class TransformerEncoderLayer(keras.layers.Layer):
             name="self_attention",
         )
         self.self_attention_norm = keras.layers.LayerNormalization(
-            epsilon=LAYER_NORM_EPSILON, dtype=policy, name="self_attention_norm"
+            epsilon=layer_norm_epsilon, dtype=policy, name="self_attention_norm"
         )
         self.ffn = FeedForwardNetwork(
             ffn_inner_dim, num_units, ffn_dropout, self.ffn_activation, dtype=policy, name="ffn"
         )
         self.ffn_norm = keras.layers.LayerNormalization(
-            epsilon=LAYER_NORM_EPSILON, dtype=policy, name="ffn_norm"
+            epsilon=layer_norm_epsilon, dtype=policy, name="ffn_norm"
         )
         self.output_dropout = Dropout(dropout, dtype=policy)
 
@@ -158,5 +163,6 @@ class TransformerEncoderLayer(keras.layers.Layer):
             ffn_activation=keras.activations.serialize(self.ffn_activation),
             maximum_relative_position=self.maximum_relative_position,
             pre_norm=self.pre_norm,
+            layer_norm_epsilon=self.layer_norm_epsilon,
         )
         return config

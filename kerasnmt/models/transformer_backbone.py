@@ -18,6 +18,7 @@ from kerasnmt.decoding.search.scoring import EXCLUDED_LOGIT, with_columns
 from kerasnmt.layers.relative_multi_head_attention import RelativeMultiHeadAttention
 from kerasnmt.layers.transformer_decoder import TransformerDecoder
 from kerasnmt.layers.transformer_encoder import TransformerEncoder
+from kerasnmt.layers.transformer_encoder_layer import LAYER_NORM_EPSILON
 
 # OpenNMT-tf's embeddings sharing levels (`EmbeddingsSharingLevel`), by name and number.
 SHARE_EMBEDDINGS = ("none", "source_target_input", "target", "all")
@@ -72,6 +73,8 @@ class TransformerBackbone(keras.Model):
             so the preprocessing and the source lengths are the same either way; `call`
             and the decoding attend over the `S + 1` positions.
         use_output_bias: whether the output projection has a bias (fairseq's has none).
+        layer_norm_epsilon: the epsilon of every layer normalization: 1e-6, or 1e-3 as
+            OpenNMT-tf 2.x's (Keras' default), which a converted OpenNMT-tf model keeps.
         query_key_value_init_gain: the gain of the Glorot-uniform draw of the attention
             query, key and value kernels; fairseq's `1 / sqrt(2)` (0.7071) gives separate
             projections the scale of one fused `[D, 3D]` kernel.
@@ -111,6 +114,7 @@ class TransformerBackbone(keras.Model):
         source_eos=False,
         use_output_bias=True,
         query_key_value_init_gain=1.0,
+        layer_norm_epsilon=LAYER_NORM_EPSILON,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -136,6 +140,7 @@ class TransformerBackbone(keras.Model):
         self.source_eos = bool(source_eos)
         self.use_output_bias = bool(use_output_bias)
         self.query_key_value_init_gain = float(query_key_value_init_gain)
+        self.layer_norm_epsilon = float(layer_norm_epsilon)
         if (self.share_embeddings in ("source_target_input", "all")
                 and source_vocabulary_size != target_vocabulary_size):
             raise ValueError(
@@ -155,6 +160,7 @@ class TransformerBackbone(keras.Model):
             ffn_activation=self.ffn_activation,
             maximum_relative_position=maximum_relative_position,
             pre_norm=pre_norm,
+            layer_norm_epsilon=self.layer_norm_epsilon,
             dtype=policy,
         )
         def embedding(size, name):

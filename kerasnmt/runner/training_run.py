@@ -48,7 +48,7 @@ from kerasnmt.runner.run_model import (
     decoding_options,
     run_precision,
 )
-from kerasnmt.runner.run_optimizer import accumulation_steps, build_optimizer
+from kerasnmt.training.run_optimizer import accumulation_steps, build_optimizer
 from kerasnmt.runner.training_summaries import TrainingSummaries, write_scalar
 from kerasnmt.training import CheckpointCallback, MovingAverage
 from kerasnmt.training.checkpoint_callback import restore_latest, training_checkpoint

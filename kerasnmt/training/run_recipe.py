@@ -22,7 +22,8 @@ ARCHITECTURE_KEYS = (
 )
 # Architecture keys added after recipe files were first written, with their defaults: kept
 # in a recipe only when set otherwise, so that the recipes of earlier runs still match.
-LATER_ARCHITECTURE_DEFAULTS = {"source_eos": False, "use_output_bias": True}
+LATER_ARCHITECTURE_DEFAULTS = {"source_eos": False, "use_output_bias": True,
+                               "layer_norm_epsilon": 1e-6}
 VOCABULARY_KEYS = (
     "source_vocabulary",
     "target_vocabulary",

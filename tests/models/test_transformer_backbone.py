@@ -80,3 +80,19 @@ def test_a_keras_hub_backbone_built_first_leaves_the_translator_constructible():
                                   hidden_dim=4, intermediate_dim=4, max_sequence_length=8)
     translator = tiny_translator()
     assert translator(BATCH)["logits"].shape == (2, 3, 12)
+
+
+def test_layer_norm_epsilon_reaches_every_layer_normalization_and_its_config():
+    def epsilons(backbone):
+        return {layer.epsilon for layer in backbone._flatten_layers()
+                if isinstance(layer, keras.layers.LayerNormalization)}
+
+    options = dict(num_layers=1, num_units=8, num_heads=2, ffn_inner_dim=16)
+    assert epsilons(TransformerBackbone(6, 6, **options)) == {1e-6}
+    backbone = TransformerBackbone(6, 6, layer_norm_epsilon=1e-3, **options)
+    assert epsilons(backbone) == {1e-3}
+    assert epsilons(TransformerBackbone.from_config(backbone.get_config())) == {1e-3}
+    # Layer normalization by hand: (x - mean) / sqrt(variance + epsilon), gamma 1, beta 0.
+    row = np.array([[0.0, 0.02, 0.0, 0.02, 0.0, 0.02, 0.0, 0.02]], np.float32)
+    expected = (row - 0.01) / np.sqrt(0.01**2 + 1e-3)
+    np.testing.assert_allclose(backbone.encoder.output_norm(row), expected, rtol=1e-5)

@@ -5,7 +5,7 @@ import pytest
 
 from kerasnmt.config import check_config
 from kerasnmt.training import NoamDecay, ScheduleWrapper
-from kerasnmt.runner.run_optimizer import build_optimizer
+from kerasnmt.training.run_optimizer import build_optimizer
 
 
 def noam(step, scale=2.0, model_dim=16, warmup_steps=10):

@@ -1,25 +1,24 @@
-"""The optimizer of a run, from its `params` section, and the gradient accumulation its
-`train.effective_batch_size` asks for.
+"""The optimizer of a run configuration: what `kerasnmt train` steps with, and what the
+checkpoints of a run hold the state of (`kerasnmt.converters` writes that state too)."""
 
-Examples:
-    >>> from kerasnmt.config import default_config
-    >>> config = default_config()
-    >>> config["train"].update(batch_size=8, effective_batch_size=32)
-    >>> accumulation_steps(config)
-    4
-"""
-
-import keras
 import tensorflow as tf
 
-from kerasnmt.training import FusedAdam, InvSqrtDecay, NoamDecay, ScheduleWrapper
 from kerasnmt.training.accumulation import accumulation_steps as training_accumulation_steps
+from kerasnmt.training.inv_sqrt_decay import InvSqrtDecay
+from kerasnmt.training.noam_decay import NoamDecay
+from kerasnmt.training.optimizers import optimizer_class
+from kerasnmt.training.schedule_wrapper import ScheduleWrapper
 
 
 def accumulation_steps(config):
     """Batches accumulated per optimizer step to reach `train.effective_batch_size` with
     the replicas of the current `tf.distribute` strategy (the formula `Translator.fit`
-    uses, `kerasnmt.training.accumulation`)."""
+    uses, `kerasnmt.training.accumulation`).
+
+    Example:
+        >>> accumulation_steps({"train": {"effective_batch_size": 25000, "batch_size": 4096}})
+        7
+    """
     train = config["train"]
     return training_accumulation_steps(
         train["effective_batch_size"], train["batch_size"],
@@ -31,7 +30,17 @@ def build_optimizer(config):
     """The optimizer of `config["params"]`, with the `NoamDecay` or `InvSqrtDecay` schedule
     that `decay_type` names (wrapped as OpenNMT-tf wraps its schedules: `start_decay_steps`,
     `decay_step_duration`, `minimum_learning_rate`) and gradient accumulation for
-    `train.effective_batch_size`."""
+    `train.effective_batch_size`.
+
+    Example:
+        >>> from kerasnmt.config import default_config
+        >>> config = default_config()
+        >>> config["params"].update(decay_type=None, learning_rate=0.003)
+        >>> config["train"]["effective_batch_size"] = None
+        >>> optimizer = build_optimizer(config)
+        >>> type(optimizer).__name__, round(float(optimizer.learning_rate), 4)
+        ('FusedAdam', 0.003)
+    """
     params = config["params"]
     steps = accumulation_steps(config)
     learning_rate = params["learning_rate"]
@@ -52,9 +61,7 @@ def build_optimizer(config):
             minimum_learning_rate=params["minimum_learning_rate"],
             accumulation_steps=steps,
         )
-    optimizer_class = (FusedAdam if params["optimizer"] == "Adam"
-                       else getattr(keras.optimizers, params["optimizer"]))
-    return optimizer_class(
+    return optimizer_class(params["optimizer"])(
         learning_rate=learning_rate,
         gradient_accumulation_steps=steps if steps > 1 else None,
         **params["optimizer_params"],
