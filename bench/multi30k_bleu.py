@@ -19,7 +19,7 @@ Its 2,000 warm-up updates outlast a 25-minute run: `--warmup-steps` shortens the
 The vocabulary is trained once into `--workdir` (default `runs/bench/multi30k_RECIPE`,
 apart from the recipes' own `runs/multi30k*` runs), then reused. The run starts from
 scratch in `--workdir/model`
-and trains for `--train-minutes` of wall-clock time (`kerasnmt.training_run.train`,
+and trains for `--train-minutes` of wall-clock time (`kerasnmt.runner.train`,
 `time_limit`; building the model and the pipeline is not counted), without validation
 (none of the budget goes to it); the model is the last checkpoint, not an average
 (`--average-last-checkpoints N` averages the last N: in a short run they are 150 steps
@@ -77,7 +77,7 @@ from kerasnmt.runner.run_model import (  # noqa: E402
     build_sampler,
     decoding_options,
 )
-from kerasnmt.runner.run_optimizer import accumulation_steps  # noqa: E402
+from kerasnmt.training.run_optimizer import accumulation_steps  # noqa: E402
 from kerasnmt.runner.training_run import TRAINING_KEYS, train  # noqa: E402
 
 SHARED_DATA = os.path.join(REPOSITORY, "..", "shared", "data", "multi30k")

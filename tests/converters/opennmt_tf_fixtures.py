@@ -9,7 +9,7 @@ import tensorflow as tf
 from kerasnmt.config import load_config
 from kerasnmt.converters import convert_opennmt_tf
 from kerasnmt.training.fitting import model_data
-from kerasnmt.training_run import restore_translator
+from kerasnmt.runner.run_checkpoints import restore_translator
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "opennmt_tf"
 # What the checkpoint cannot tell, as the fixture's model.py states it.

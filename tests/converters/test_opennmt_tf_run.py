@@ -11,7 +11,9 @@ import yaml
 
 from kerasnmt.cli import main
 from kerasnmt.config import load_config
-from kerasnmt.training_run import build_optimizer, build_translator, train
+from kerasnmt.runner import train
+from kerasnmt.runner.run_model import build_translator
+from kerasnmt.training.run_optimizer import build_optimizer
 from tests.converters.opennmt_tf_fixtures import FIXTURE, VALUE, convert, heldout
 
 # The relative-position model: LazyAdam, NoamDecay, SentencePiece, one shared vocabulary.
