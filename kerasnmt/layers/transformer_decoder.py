@@ -67,20 +67,7 @@ class TransformerDecoder(TransformerEncoder):
         [OpenNMT-tf `SelfAttentionDecoder`](https://github.com/OpenNMT/OpenNMT-tf/blob/master/opennmt/decoders/self_attention_decoder.py)
     """
 
-    def _make_layer(self, **kwargs):
-        return TransformerDecoderLayer(
-            self.num_units,
-            self.num_heads,
-            self.ffn_inner_dim,
-            dropout=self.dropout,
-            attention_dropout=self.attention_dropout,
-            ffn_dropout=self.ffn_dropout,
-            ffn_activation=self.ffn_activation,
-            maximum_relative_position=self.maximum_relative_position,
-            pre_norm=self.pre_norm,
-            layer_norm_epsilon=self.layer_norm_epsilon,
-            **kwargs,
-        )
+    layer_class = TransformerDecoderLayer
 
     def call(self, inputs, encoder_outputs, encoder_padding_mask=None, training=None):
         outputs = self._embed(inputs, training=training)
