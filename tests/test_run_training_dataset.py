@@ -1,12 +1,15 @@
 """The `train` keys of a YAML configuration reach the training pipeline and the model."""
 
+import inspect
 import math
 
 import pytest
 
 from kerasnmt.config import load_config
+from kerasnmt.config.train_section import TRAIN_SECTION
+from kerasnmt.data.training_pipeline import training_dataset
 from kerasnmt.training import precision
-from kerasnmt.runner.run_dataset import run_training_dataset
+from kerasnmt.runner.run_dataset import TRAIN_DATASET_OPTIONS, run_training_dataset
 from kerasnmt.runner.run_model import build_preprocessor, build_translator
 from tests.run_fixtures import tiny_run, write_config, write_corpus
 
@@ -14,6 +17,12 @@ from tests.run_fixtures import tiny_run, write_config, write_corpus
 def _config(tmp_path, **train):
     write_corpus(tmp_path)
     return load_config(write_config(tmp_path, tiny_run(train=train)))
+
+
+def test_the_options_passed_by_name_are_train_keys_and_training_dataset_arguments():
+    arguments = inspect.signature(training_dataset).parameters
+    assert [name for name in TRAIN_DATASET_OPTIONS
+            if name not in TRAIN_SECTION or name not in arguments] == []
 
 
 def test_batch_size_multiple_and_pad_to_bucket_boundary_shape_the_batches(tmp_path):

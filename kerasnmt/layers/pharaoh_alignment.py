@@ -47,12 +47,7 @@ class PharaohAlignment(PreprocessingLayer):
     """
 
     def call(self, lines, source_length, target_length):
-        lines = tf.convert_to_tensor(lines, dtype=tf.string)
-        if lines.shape.rank not in (0, 1):
-            raise ValueError(
-                f"PharaohAlignment expects a string scalar or a 1-D batch of lines, "
-                f"got shape {lines.shape}"
-            )
+        lines = self.strings_tensor(lines, items="lines")
         source_length = _lengths(source_length, lines)
         target_length = _lengths(target_length, lines)
         if lines.shape.rank == 0:

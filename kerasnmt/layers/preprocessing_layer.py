@@ -30,6 +30,23 @@ class PreprocessingLayer(keras.layers.Layer):
         self._allow_non_tensor_positional_args = True
         self.built = True
 
+    def strings_tensor(self, inputs, items="strings"):
+        """`inputs` as a string tensor, checked to be a scalar or a 1-D batch, what string
+        layers take (else a `ValueError` naming the layer's class, `items` and the shape).
+
+        Example:
+            >>> from kerasnmt.layers import WhitespaceTokenizer
+            >>> WhitespaceTokenizer().strings_tensor(["a b", "c"]).shape
+            TensorShape([2])
+        """
+        inputs = tf.convert_to_tensor(inputs, dtype=tf.string)
+        if inputs.shape.rank not in (0, 1):
+            raise ValueError(
+                f"{type(self).__name__} expects a string scalar or a 1-D batch of {items}, "
+                f"got shape {inputs.shape}"
+            )
+        return inputs
+
 
 def drop_padding_tokens(tokens):
     """Returns tokens as a 1-D tensor or a `[B, None]` ragged tensor without "" padding.

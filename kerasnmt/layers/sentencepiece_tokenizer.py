@@ -128,12 +128,7 @@ class SentencePieceTokenizer(Tokenizer):
     def tokenize(self, inputs, training=None):
         """Splits `inputs` into pieces (what calling the layer does); with `training=True`
         and `sampling_alpha`, into a sampled segmentation."""
-        inputs = tf.convert_to_tensor(inputs, dtype=tf.string)
-        if inputs.shape.rank not in (0, 1):
-            raise ValueError(
-                f"SentencePieceTokenizer expects a string scalar or a 1-D batch of strings, "
-                f"got shape {inputs.shape}"
-            )
+        inputs = self.strings_tensor(inputs)
         if training and self._sampling is not None:
             return self._sampling.tokenize(inputs)
         return self._sentencepiece.tokenize(inputs)

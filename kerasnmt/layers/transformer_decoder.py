@@ -25,19 +25,9 @@ class TransformerDecoder(TransformerEncoder):
     never recomputes earlier positions.
 
     Args:
-        num_layers: number of layers.
-        num_units: model dimension `D`.
-        num_heads: attention heads.
-        ffn_inner_dim: inner size of the feed-forward networks.
-        dropout: dropout on the scaled embeddings and on each sublayer output.
-        attention_dropout: dropout on the attention weights.
-        ffn_dropout: dropout on the feed-forward inner activations.
-        ffn_activation: feed-forward activation.
-        maximum_relative_position: relative position clipping distance of the
-            self-attention, or `None` for absolute sinusoidal positions.
-        pre_norm: pre-norm (True) or post-norm (False) residual blocks.
-        layer_norm_epsilon: the epsilon of the layer normalizations.
-        **kwargs: passed to `keras.layers.Layer`.
+        num_layers, num_units, num_heads, ffn_inner_dim, **kwargs: `TransformerEncoder`'s
+            arguments (`maximum_relative_position` is that of the self-attention; the
+            attention over the encoder has no position representations).
 
     Call arguments:
         inputs: `[B, T, D]` target input embeddings (`<s>` + tokens).
@@ -67,20 +57,7 @@ class TransformerDecoder(TransformerEncoder):
         [OpenNMT-tf `SelfAttentionDecoder`](https://github.com/OpenNMT/OpenNMT-tf/blob/master/opennmt/decoders/self_attention_decoder.py)
     """
 
-    def _make_layer(self, **kwargs):
-        return TransformerDecoderLayer(
-            self.num_units,
-            self.num_heads,
-            self.ffn_inner_dim,
-            dropout=self.dropout,
-            attention_dropout=self.attention_dropout,
-            ffn_dropout=self.ffn_dropout,
-            ffn_activation=self.ffn_activation,
-            maximum_relative_position=self.maximum_relative_position,
-            pre_norm=self.pre_norm,
-            layer_norm_epsilon=self.layer_norm_epsilon,
-            **kwargs,
-        )
+    layer_class = TransformerDecoderLayer
 
     def call(self, inputs, encoder_outputs, encoder_padding_mask=None, training=None):
         outputs = self._embed(inputs, training=training)

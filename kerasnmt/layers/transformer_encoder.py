@@ -4,7 +4,13 @@ import keras
 
 from kerasnmt.layers.dropout import Dropout
 from kerasnmt.layers.sinusoidal_position_encoding import SinusoidalPositionEncoding
-from kerasnmt.layers.transformer_encoder_layer import LAYER_NORM_EPSILON, TransformerEncoderLayer
+from kerasnmt.layers.transformer_encoder_layer import (
+    LAYER_NORM_EPSILON,
+    TransformerEncoderLayer,
+    keep_layer_arguments,
+    layer_arguments,
+    layer_config,
+)
 
 
 @keras.saving.register_keras_serializable(package="kerasnmt")
@@ -50,6 +56,9 @@ class TransformerEncoder(keras.layers.Layer):
         [OpenNMT-tf `SelfAttentionEncoder`](https://github.com/OpenNMT/OpenNMT-tf/blob/master/opennmt/encoders/self_attention_encoder.py)
     """
 
+    # The class of the stacked layers, which take `LAYER_ARGUMENTS`.
+    layer_class = TransformerEncoderLayer
+
     def __init__(
         self,
         num_layers,
@@ -67,16 +76,7 @@ class TransformerEncoder(keras.layers.Layer):
     ):
         super().__init__(**kwargs)
         self.num_layers = num_layers
-        self.num_units = num_units
-        self.num_heads = num_heads
-        self.ffn_inner_dim = ffn_inner_dim
-        self.dropout = dropout
-        self.attention_dropout = attention_dropout
-        self.ffn_dropout = ffn_dropout
-        self.ffn_activation = keras.activations.get(ffn_activation)
-        self.maximum_relative_position = maximum_relative_position
-        self.pre_norm = pre_norm
-        self.layer_norm_epsilon = layer_norm_epsilon
+        keep_layer_arguments(self, locals())
         self.supports_jit = True
         policy = self.dtype_policy
         self.position_encoding = (
@@ -86,7 +86,8 @@ class TransformerEncoder(keras.layers.Layer):
         # One attribute per layer, not a list: TensorFlow checkpoints (tf.train.Checkpoint)
         # do not follow Keras' tracked lists.
         for i in range(num_layers):
-            setattr(self, f"layer_{i}", self._make_layer(dtype=policy, name=f"layer_{i}"))
+            setattr(self, f"layer_{i}", self.layer_class(
+                **layer_arguments(self), dtype=policy, name=f"layer_{i}"))
         self.output_norm = (
             keras.layers.LayerNormalization(
                 epsilon=layer_norm_epsilon, dtype=policy, name="output_norm"
@@ -99,21 +100,6 @@ class TransformerEncoder(keras.layers.Layer):
     def transformer_layers(self):
         """The `num_layers` layers, first to last."""
         return [getattr(self, f"layer_{i}") for i in range(self.num_layers)]
-
-    def _make_layer(self, **kwargs):
-        return TransformerEncoderLayer(
-            self.num_units,
-            self.num_heads,
-            self.ffn_inner_dim,
-            dropout=self.dropout,
-            attention_dropout=self.attention_dropout,
-            ffn_dropout=self.ffn_dropout,
-            ffn_activation=self.ffn_activation,
-            maximum_relative_position=self.maximum_relative_position,
-            pre_norm=self.pre_norm,
-            layer_norm_epsilon=self.layer_norm_epsilon,
-            **kwargs,
-        )
 
     def build(self, inputs_shape):
         shape = (None, None, self.num_units)
@@ -141,17 +127,5 @@ class TransformerEncoder(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            num_layers=self.num_layers,
-            num_units=self.num_units,
-            num_heads=self.num_heads,
-            ffn_inner_dim=self.ffn_inner_dim,
-            dropout=self.dropout,
-            attention_dropout=self.attention_dropout,
-            ffn_dropout=self.ffn_dropout,
-            ffn_activation=keras.activations.serialize(self.ffn_activation),
-            maximum_relative_position=self.maximum_relative_position,
-            pre_norm=self.pre_norm,
-            layer_norm_epsilon=self.layer_norm_epsilon,
-        )
+        config.update(layer_config(self), num_layers=self.num_layers)
         return config

@@ -10,6 +10,60 @@ from kerasnmt.layers.relative_multi_head_attention import RelativeMultiHeadAtten
 # default, 1e-3 (`layer_norm_epsilon`).
 LAYER_NORM_EPSILON = 1e-6
 
+# The arguments of `TransformerEncoderLayer` (Keras' own aside), which the encoder and decoder
+# stacks and the `TransformerBackbone` take as well and pass on to their layers.
+LAYER_ARGUMENTS = (
+    "num_units", "num_heads", "ffn_inner_dim", "dropout", "attention_dropout", "ffn_dropout",
+    "ffn_activation", "maximum_relative_position", "pre_norm", "layer_norm_epsilon",
+)
+
+
+def keep_layer_arguments(layer, arguments):
+    """Keeps the `LAYER_ARGUMENTS` of `arguments` as attributes of `layer`, the activation as
+    a function (`keras.activations.get`).
+
+    Args:
+        layer: a Transformer layer, a stack of them or a backbone.
+        arguments: a mapping with the `LAYER_ARGUMENTS` among its keys: the `locals()` of an
+            `__init__` that takes them.
+
+    Example:
+        >>> class Options:
+        ...     def __init__(self, num_units, num_heads, ffn_inner_dim, dropout=0.1,
+        ...                  attention_dropout=0.1, ffn_dropout=0.1, ffn_activation="relu",
+        ...                  maximum_relative_position=None, pre_norm=True,
+        ...                  layer_norm_epsilon=LAYER_NORM_EPSILON):
+        ...         keep_layer_arguments(self, locals())
+        >>> options = Options(8, 2, 16, dropout=0.3)
+        >>> options.dropout, options.ffn_activation is keras.activations.relu
+        (0.3, True)
+    """
+    for name in LAYER_ARGUMENTS:
+        setattr(layer, name, arguments[name])
+    layer.ffn_activation = keras.activations.get(layer.ffn_activation)
+
+
+def layer_arguments(layer):
+    """The `LAYER_ARGUMENTS` that `layer` keeps (see `keep_layer_arguments`), by name.
+
+    Example:
+        >>> arguments = layer_arguments(TransformerEncoderLayer(8, 2, 16, pre_norm=False))
+        >>> arguments["ffn_inner_dim"], arguments["pre_norm"]
+        (16, False)
+    """
+    return {name: getattr(layer, name) for name in LAYER_ARGUMENTS}
+
+
+def layer_config(layer):
+    """`layer_arguments` as a Keras config holds them: the activation serialized.
+
+    Example:
+        >>> layer_config(TransformerEncoderLayer(8, 2, 16, ffn_activation="gelu"))["ffn_activation"]
+        'gelu'
+    """
+    return dict(layer_arguments(layer),
+                ffn_activation=keras.activations.serialize(layer.ffn_activation))
+
 
 def residual(inputs, sublayer, norm, dropout, pre_norm, training):
     """`inputs + dropout(sublayer(norm(inputs)))` (pre-norm) or `norm(inputs + dropout(sublayer(inputs)))`.
@@ -90,16 +144,7 @@ class TransformerEncoderLayer(keras.layers.Layer):
                 f"{type(self).__name__}: num_units ({num_units}) must be a multiple of "
                 f"num_heads ({num_heads})"
             )
-        self.num_units = num_units
-        self.num_heads = num_heads
-        self.ffn_inner_dim = ffn_inner_dim
-        self.dropout = dropout
-        self.attention_dropout = attention_dropout
-        self.ffn_dropout = ffn_dropout
-        self.ffn_activation = keras.activations.get(ffn_activation)
-        self.maximum_relative_position = maximum_relative_position
-        self.pre_norm = pre_norm
-        self.layer_norm_epsilon = layer_norm_epsilon
+        keep_layer_arguments(self, locals())
         self.supports_jit = True
         policy = self.dtype_policy
         self.self_attention = RelativeMultiHeadAttention(
@@ -153,16 +198,5 @@ class TransformerEncoderLayer(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            num_units=self.num_units,
-            num_heads=self.num_heads,
-            ffn_inner_dim=self.ffn_inner_dim,
-            dropout=self.dropout,
-            attention_dropout=self.attention_dropout,
-            ffn_dropout=self.ffn_dropout,
-            ffn_activation=keras.activations.serialize(self.ffn_activation),
-            maximum_relative_position=self.maximum_relative_position,
-            pre_norm=self.pre_norm,
-            layer_norm_epsilon=self.layer_norm_epsilon,
-        )
+        config.update(layer_config(self))
         return config

@@ -50,12 +50,7 @@ class WhitespaceTokenizer(Tokenizer):
 
     def tokenize(self, inputs):
         """Splits `inputs` on whitespace (what calling the layer does)."""
-        inputs = tf.convert_to_tensor(inputs, dtype=tf.string)
-        if inputs.shape.rank not in (0, 1):
-            raise ValueError(
-                f"WhitespaceTokenizer expects a string scalar or a 1-D batch of strings, "
-                f"got shape {inputs.shape}"
-            )
+        inputs = self.strings_tensor(inputs)
         return tf.strings.split(inputs)
 
     def detokenize(self, tokens):

@@ -18,7 +18,11 @@ from kerasnmt.decoding.search.scoring import EXCLUDED_LOGIT, with_columns
 from kerasnmt.layers.relative_multi_head_attention import RelativeMultiHeadAttention
 from kerasnmt.layers.transformer_decoder import TransformerDecoder
 from kerasnmt.layers.transformer_encoder import TransformerEncoder
-from kerasnmt.layers.transformer_encoder_layer import LAYER_NORM_EPSILON
+from kerasnmt.layers.transformer_encoder_layer import (
+    LAYER_NORM_EPSILON,
+    keep_layer_arguments,
+    layer_arguments,
+)
 
 # OpenNMT-tf's embeddings sharing levels (`EmbeddingsSharingLevel`), by name and number.
 SHARE_EMBEDDINGS = ("none", "source_target_input", "target", "all")
@@ -125,15 +129,7 @@ class TransformerBackbone(keras.Model):
         self.source_vocabulary_size = source_vocabulary_size
         self.target_vocabulary_size = target_vocabulary_size
         self.num_layers = num_layers if isinstance(num_layers, int) else list(num_layers)
-        self.num_units = num_units
-        self.num_heads = num_heads
-        self.ffn_inner_dim = ffn_inner_dim
-        self.dropout = dropout
-        self.attention_dropout = attention_dropout
-        self.ffn_dropout = ffn_dropout
-        self.ffn_activation = keras.activations.get(ffn_activation)
-        self.maximum_relative_position = maximum_relative_position
-        self.pre_norm = pre_norm
+        keep_layer_arguments(self, locals())
         self.share_embeddings = _sharing_level(share_embeddings)
         self.embeddings_initializer = embeddings_initializer
         _embeddings_initializer(embeddings_initializer, num_units)  # checks the name first
@@ -150,19 +146,8 @@ class TransformerBackbone(keras.Model):
             )
 
         policy = self.dtype_policy
-        stack_arguments = dict(
-            num_units=num_units,
-            num_heads=num_heads,
-            ffn_inner_dim=ffn_inner_dim,
-            dropout=dropout,
-            attention_dropout=attention_dropout,
-            ffn_dropout=ffn_dropout,
-            ffn_activation=self.ffn_activation,
-            maximum_relative_position=maximum_relative_position,
-            pre_norm=pre_norm,
-            layer_norm_epsilon=self.layer_norm_epsilon,
-            dtype=policy,
-        )
+        stack_arguments = dict(layer_arguments(self), dtype=policy)
+
         def embedding(size, name):
             return keras.layers.Embedding(
                 size, num_units, dtype=policy, name=name,

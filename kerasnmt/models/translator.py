@@ -88,11 +88,9 @@ class Translator(keras.Model):
             returns alignments over the `S` tokens.
 
     Examples:
-        >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
+        >>> from kerasnmt.layers import TranslationPreprocessor
         >>> from kerasnmt.training.fitting import model_data
-        >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
-        >>> preprocessor = TranslationPreprocessor(
-        ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary)
+        >>> preprocessor = TranslationPreprocessor.whitespace(["<blank>", "<s>", "</s>", "a", "b"])
         >>> translator = Translator(preprocessor, num_layers=1, num_units=8, num_heads=2,
         ...                         ffn_inner_dim=16, maximum_relative_position=4)
         >>> x, y = model_data(*preprocessor(tf.constant(["a b", "b"]), tf.constant(["b a", "a"])))

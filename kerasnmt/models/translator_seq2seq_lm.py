@@ -69,12 +69,11 @@ class TranslatorSeq2SeqLM(keras_hub.models.Seq2SeqLM):
             defaults to False).
 
     Example:
-        >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
-        >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
-        >>> preprocessor = TranslationPreprocessor(
-        ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary)
-        >>> translator = Translator(preprocessor, num_layers=1, num_units=8, num_heads=2,
-        ...                         ffn_inner_dim=16, maximum_relative_position=4)
+        >>> from kerasnmt.layers import TranslationPreprocessor
+        >>> translator = Translator(
+        ...     TranslationPreprocessor.whitespace(["<blank>", "<s>", "</s>", "a", "b"]),
+        ...     num_layers=1, num_units=8, num_heads=2, ffn_inner_dim=16,
+        ...     maximum_relative_position=4)
         >>> seq2seq_lm = TranslatorSeq2SeqLM.from_translator(
         ...     translator, BeamSampler(beam_size=2, max_length=3), jit_compile=False)
         >>> seq2seq_lm.generate(["a b", "b"]) == translator.translate(

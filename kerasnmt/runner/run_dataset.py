@@ -11,6 +11,13 @@ import tensorflow as tf
 from kerasnmt.data.shards import check_shards_preprocessor
 from kerasnmt.data.training_pipeline import training_dataset
 
+# The `train` options that `training_dataset` takes under the same names.
+TRAIN_DATASET_OPTIONS = (
+    "batch_size", "batch_type", "batch_size_multiple", "length_bucket_width",
+    "maximum_features_length", "maximum_labels_length", "pad_to_bucket_boundary",
+    "sample_buffer_size", "seed",
+)
+
 
 def run_training_dataset(config, preprocessor, start_batch=0):
     """The training batches `kerasnmt train` reads for `config` (its `data` and `train`
@@ -34,15 +41,7 @@ def run_training_dataset(config, preprocessor, start_batch=0):
         )
     return training_dataset(
         **corpus,
-        batch_size=train_section["batch_size"],
-        batch_type=train_section["batch_type"],
-        batch_size_multiple=train_section["batch_size_multiple"],
-        length_bucket_width=train_section["length_bucket_width"],
-        maximum_features_length=train_section["maximum_features_length"],
-        maximum_labels_length=train_section["maximum_labels_length"],
-        pad_to_bucket_boundary=train_section["pad_to_bucket_boundary"],
-        sample_buffer_size=train_section["sample_buffer_size"],
-        seed=train_section["seed"],
+        **{name: train_section[name] for name in TRAIN_DATASET_OPTIONS},
         num_replicas=tf.distribute.get_strategy().num_replicas_in_sync,
         prefetch_buffer_size=train_section["prefetch_buffer_size"] or tf.data.AUTOTUNE,
         train_files_weights=data["train_files_weights"],

@@ -3,10 +3,9 @@ reported in one line, since they are translated as `<unk>` and lost silently oth
 
 Examples:
     >>> import contextlib, io, types
-    >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
-    >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
-    >>> translator = types.SimpleNamespace(preprocessor=TranslationPreprocessor(
-    ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary))
+    >>> from kerasnmt.layers import TranslationPreprocessor
+    >>> translator = types.SimpleNamespace(
+    ...     preprocessor=TranslationPreprocessor.whitespace(["<blank>", "<s>", "</s>", "a", "b"]))
     >>> unknown = count_unknown_source_tokens(translator, ["a b", "a zz b yy"], block=1)
     >>> unknown.tolist()
     [0, 2]
