@@ -7,16 +7,9 @@ import keras
 import tensorflow as tf
 
 from kerasnmt.decoding.option_rules import decoding_option_problems
-from kerasnmt.decoding.search import (
-    BeamRanking,
-    CompactingLoop,
-    Greedy,
-    PlainLoop,
-    SetAsideRanking,
-    SlotLoop,
-    TopKSampling,
-)
+from kerasnmt.decoding.search import CompactingLoop, PlainLoop, SlotLoop
 from kerasnmt.decoding.search.compacting_loop import batch_sizes
+from kerasnmt.decoding.search.rule_choice import choose_rule
 from kerasnmt.decoding.search.scoring import (
     DEFAULT_LENGTH_NORMALIZATION,
     check_length_normalization,
@@ -331,27 +324,13 @@ class BeamSampler(keras.layers.Layer):
         return loop.search(start_ids, initial_state, unordered_state)
 
     def _search_rule(self):
-        """The rule of each step: `SetAsideRanking` for `finished_hypotheses="set_aside"`,
-        `TopKSampling` when `top_k != 1`, else `Greedy` for one hypothesis per example and
-        `BeamRanking` for more."""
-        options = dict(
-            n_best=self.n_best,
-            min_length=self.min_length,
-            length_penalty=self.length_penalty,
-            coverage_penalty=self.coverage_penalty,
+        """The rule of each step (`kerasnmt.decoding.search.rule_choice.choose_rule`)."""
+        return choose_rule(
+            self.beam_size, self.top_k, self.temperature, self.seed, self.finished_hypotheses,
+            self.max_length, n_best=self.n_best, min_length=self.min_length,
+            length_penalty=self.length_penalty, coverage_penalty=self.coverage_penalty,
             length_normalization=self.length_normalization,
-            freeze_finished_scores=self.freeze_finished_scores,
-            early_exit=self.early_exit,
-        )
-        if self.finished_hypotheses == "set_aside":
-            del options["freeze_finished_scores"], options["early_exit"]
-            return SetAsideRanking(self.beam_size, self.max_length, **options)
-        if self.top_k != 1:
-            return TopKSampling(self.beam_size, self.top_k, self.temperature, self.seed,
-                                **options)
-        if self.beam_size == 1:
-            return Greedy(**options)
-        return BeamRanking(self.beam_size, **options)
+            freeze_finished_scores=self.freeze_finished_scores, early_exit=self.early_exit)
 
     def _compacted_batch_sizes(self, static_batch_size, batch_size):
         """The batch sizes of the successive decoding loops: `[B]`, or with `compact_batch`

@@ -33,12 +33,9 @@ def decode_function(translator, sampler, jit_compile=True, length_ratio=DEFAULT_
     layers' code would double the tracing time of each new shape.
 
     Examples:
-        >>> from kerasnmt.decoding import BeamSampler
-        >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
-        >>> from kerasnmt.models import Translator
-        >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
-        >>> translator = Translator(TranslationPreprocessor(
-        ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary),
+        >>> from kerasnmt import BeamSampler, Translator, layers
+        >>> translator = Translator(
+        ...     layers.TranslationPreprocessor.whitespace(["<blank>", "<s>", "</s>", "a", "b"]),
         ...     num_layers=1, num_units=8, num_heads=2, ffn_inner_dim=8)
         >>> decode = decode_function(translator, BeamSampler(beam_size=1, max_length=5),
         ...                          jit_compile=False, alignment=False)
@@ -81,11 +78,9 @@ def fits_in_constants(translator, jit_compile):
     `CONSTANT_WEIGHTS_MAX_BYTES`.
 
     Examples:
-        >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
-        >>> from kerasnmt.models import Translator
-        >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
-        >>> translator = Translator(TranslationPreprocessor(
-        ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary),
+        >>> from kerasnmt import Translator, layers
+        >>> translator = Translator(
+        ...     layers.TranslationPreprocessor.whitespace(["<blank>", "<s>", "</s>", "a", "b"]),
         ...     num_layers=1, num_units=8, num_heads=2, ffn_inner_dim=8)
         >>> fits_in_constants(translator, jit_compile=True), fits_in_constants(translator, False)
         (True, False)

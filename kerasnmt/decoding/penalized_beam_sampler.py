@@ -5,22 +5,21 @@ lists, a minimum length and top-k sampling, for keras-hub's generative models
 Example:
     >>> import numpy as np
     >>> import tensorflow as tf
-    >>> next_token_probs = np.array([     # rows: last token; columns: next token
-    ...     [0.1, 0.1, 0.2, 0.3, 0.3],     # 0
-    ...     [0.1, 0.1, 0.1, 0.3, 0.4],     # 1 (<s>)
-    ...     [0.1, 0.1, 0.6, 0.1, 0.1],     # 2 (</s>)
-    ...     [0.1, 0.1, 0.7, 0.05, 0.05],   # 3
-    ...     [0.1, 0.1, 0.1, 0.6, 0.1],     # 4
-    ... ], dtype="float32")
+    >>> next_token_probs = np.array([  # rows: last token (1: <s>, 3: "a"); columns: next token
+    ...     [0.25] * 4, [0.05, 0.05, 0.5, 0.4], [0.25] * 4, [0.05, 0.05, 0.8, 0.1]], "float32")
     >>> def next(prompt, cache, index):  # keras-hub's `next`: (logits, hidden_states, cache)
     ...     return tf.gather(np.log(next_token_probs), prompt[:, index - 1]), None, cache
-    >>> sampler = PenalizedBeamSampler(num_beams=2, n_best=2)
-    >>> prompts, scores = sampler(next, prompt=tf.constant([[1, 0, 0, 0]]), index=1,
-    ...                           stop_token_ids=(2,))
-    >>> prompts.numpy().tolist()  # after </s>, a hypothesis only emits </s>
-    [[[1, 3, 2, 2], [1, 4, 3, 2]]]
-    >>> np.exp(scores.numpy().astype(float)).round(3).tolist()
-    [[0.21, 0.168]]
+    >>> prompt = tf.constant([[1, 0, 0, 0]])
+    >>> sampler = PenalizedBeamSampler(num_beams=2)  # "</s>" (0.5) beats "a </s>" (0.4 * 0.8)
+    >>> sampler(next, prompt, index=1, stop_token_ids=(2,)).numpy().tolist()
+    [[1, 2, 2, 0]]
+    >>> sampler = PenalizedBeamSampler(num_beams=2, n_best=2, length_penalty=1.0,
+    ...                                length_normalization="power", freeze_finished_scores=True)
+    >>> prompts, scores = sampler(next, prompt, index=1, stop_token_ids=(2,))
+    >>> prompts.numpy().tolist()  # divided by its length, "a </s>" wins; then only </s>
+    [[[1, 3, 2, 0], [1, 2, 2, 0]]]
+    >>> np.allclose(scores, [[np.log(0.4 * 0.8) / 2, np.log(0.5) / 1]])
+    True
 """
 
 import keras
@@ -28,7 +27,7 @@ import keras_hub
 import tensorflow as tf
 
 from kerasnmt.decoding.option_rules import decoding_option_problems
-from kerasnmt.decoding.search import BeamRanking, Greedy, TopKSampling
+from kerasnmt.decoding.search.rule_choice import choose_rule
 from kerasnmt.decoding.search.scoring import (
     DEFAULT_LENGTH_NORMALIZATION,
     check_length_normalization,
@@ -121,17 +120,10 @@ class PenalizedBeamSampler(keras_hub.samplers.Sampler):
         self.freeze_finished_scores = bool(freeze_finished_scores)
         self.early_exit = bool(early_exit)
         self.length_normalization = length_normalization
-        options = dict(n_best=n_best, min_length=min_length,
-                       length_penalty=self.length_penalty,
-                       length_normalization=length_normalization,
-                       freeze_finished_scores=self.freeze_finished_scores,
-                       early_exit=self.early_exit)
-        if top_k != 1:
-            self.rule = TopKSampling(num_beams, top_k, self.temperature, seed, **options)
-        elif num_beams == 1:
-            self.rule = Greedy(**options)
-        else:
-            self.rule = BeamRanking(num_beams, **options)
+        self.rule = choose_rule(
+            num_beams, top_k, self.temperature, seed, n_best=n_best, min_length=min_length,
+            length_penalty=self.length_penalty, length_normalization=length_normalization,
+            freeze_finished_scores=self.freeze_finished_scores, early_exit=self.early_exit)
 
     def __call__(self, next, prompt, cache=None, index=0, mask=None, stop_token_ids=None,
                  hidden_states=None, model=None):

@@ -10,11 +10,9 @@ and as CTranslate2's converter keeps float32 weights. `Translator.translate` its
 decodes in the model's own policy (the evaluations during training use it).
 
 Example:
-    >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
+    >>> from kerasnmt.layers import TranslationPreprocessor
     >>> from kerasnmt.models import Translator
-    >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
-    >>> preprocessor = TranslationPreprocessor(
-    ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary)
+    >>> preprocessor = TranslationPreprocessor.whitespace(["<blank>", "<s>", "</s>", "a", "b"])
     >>> trained = Translator(preprocessor, num_layers=1, num_units=8, num_heads=2,
     ...                      ffn_inner_dim=16, dtype="mixed_bfloat16")
     >>> decoding = float32_translator(trained)

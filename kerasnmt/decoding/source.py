@@ -22,10 +22,8 @@ def source_features(preprocessor, sentences, maximum_source_length):
         longest kept length; ids padded with 0, tokens with `""`).
 
     Examples:
-        >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
-        >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
-        >>> preprocessor = TranslationPreprocessor(
-        ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary)
+        >>> from kerasnmt.layers import TranslationPreprocessor
+        >>> preprocessor = TranslationPreprocessor.whitespace(["<blank>", "<s>", "</s>", "a", "b"])
         >>> features = source_features(preprocessor, tf.constant(["a b a", " ", "b"]), 2)
         >>> features["ids"].numpy().tolist(), features["length"].numpy().tolist()
         ([[3, 4], [0, 0], [4, 0]], [2, 0, 1])
@@ -59,10 +57,8 @@ def unknown_source_tokens(preprocessor, sentences):
         An int64 NumPy array, one count a sentence.
 
     Examples:
-        >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
-        >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
-        >>> preprocessor = TranslationPreprocessor(
-        ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary)
+        >>> from kerasnmt.layers import TranslationPreprocessor
+        >>> preprocessor = TranslationPreprocessor.whitespace(["<blank>", "<s>", "</s>", "a", "b"])
         >>> unknown_source_tokens(preprocessor, ["a b", "a zz b yy", ""]).tolist()
         [0, 2, 0]
     """
@@ -80,10 +76,8 @@ def unknown_id_counts(preprocessor, ids):
     source vocabulary), in graph or eagerly.
 
     Examples:
-        >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
-        >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
-        >>> preprocessor = TranslationPreprocessor(
-        ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary)
+        >>> from kerasnmt.layers import TranslationPreprocessor
+        >>> preprocessor = TranslationPreprocessor.whitespace(["<blank>", "<s>", "</s>", "a", "b"])
         >>> unknown_id_counts(preprocessor, tf.constant([[3, 5, 5], [5, 0, 0]])).numpy().tolist()
         [2, 1]
     """

@@ -33,11 +33,10 @@ def hypothesis_texts(preprocessor, outputs, source_length, source_tokens=None,
         (`"alignments"` with `with_alignments` only).
 
     Examples:
-        >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
+        >>> from kerasnmt.layers import TranslationPreprocessor
         >>> source_vocabulary = ["<blank>", "<s>", "</s>", "ein", "Haus"]
         >>> target_vocabulary = ["<blank>", "<s>", "</s>", "X", "Y"]  # 5: <unk>
-        >>> preprocessor = TranslationPreprocessor(WhitespaceTokenizer(), WhitespaceTokenizer(),
-        ...                                        source_vocabulary, target_vocabulary)
+        >>> preprocessor = TranslationPreprocessor.whitespace(source_vocabulary, target_vocabulary)
         >>> attention = [[.6, .3, .9], [.2, .7, .9], [.5, .5, 0.], [0., 0., 0.]]
         >>> outputs = {"ids": tf.constant([[[3, 5, 4, 0]]]), "lengths": tf.constant([[3]]),
         ...            "alignment": tf.constant([[attention]])}

@@ -57,11 +57,9 @@ def translate(translator, sentences, sampler=None, batch_size=TRANSLATION_BATCH_
     `Translator.translate` for the arguments and results.
 
     Examples:
-        >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
-        >>> from kerasnmt.models import Translator
-        >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
-        >>> translator = Translator(TranslationPreprocessor(
-        ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary),
+        >>> from kerasnmt import Translator, layers
+        >>> translator = Translator(
+        ...     layers.TranslationPreprocessor.whitespace(["<blank>", "<s>", "</s>", "a", "b"]),
         ...     num_layers=1, num_units=8, num_heads=2, ffn_inner_dim=8)
         >>> sampler = BeamSampler(beam_size=2, max_length=4)
         >>> results = translate(translator, np.array(["a b", ""], object), sampler,

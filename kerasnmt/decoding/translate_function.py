@@ -51,12 +51,9 @@ class TranslateFunction:
             (`decode_function`): for an export, whose weights do not change.
 
     Examples:
-        >>> from kerasnmt.decoding import BeamSampler
-        >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
-        >>> from kerasnmt.models import Translator
-        >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
-        >>> translator = Translator(TranslationPreprocessor(
-        ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary),
+        >>> from kerasnmt import BeamSampler, Translator, layers
+        >>> translator = Translator(
+        ...     layers.TranslationPreprocessor.whitespace(["<blank>", "<s>", "</s>", "a", "b"]),
         ...     num_layers=1, num_units=8, num_heads=2, ffn_inner_dim=8)
         >>> function = TranslateFunction(
         ...     translator, BeamSampler(beam_size=2, max_length=6), 8, [8], [4], 2.0, 10,

@@ -34,11 +34,9 @@ quantized by Keras (CTranslate2 quantizes the float weights itself), an unknown
 
 Examples:
     >>> import tempfile, ctranslate2
-    >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
+    >>> from kerasnmt.layers import TranslationPreprocessor
     >>> from kerasnmt.models import Translator
-    >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b", "c"]
-    >>> preprocessor = TranslationPreprocessor(
-    ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary)
+    >>> preprocessor = TranslationPreprocessor.whitespace(["<blank>", "<s>", "</s>", "a", "b", "c"])
     >>> translator = Translator(preprocessor, num_layers=1, num_units=8, num_heads=2,
     ...                         ffn_inner_dim=16, maximum_relative_position=4)
     >>> path = export_ctranslate2(translator, os.path.join(tempfile.mkdtemp(), "ct2"),

@@ -8,12 +8,10 @@ with the decoding options given here.
 Example:
     >>> import os, tempfile
     >>> from kerasnmt.decoding import BeamSampler
-    >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
+    >>> from kerasnmt.layers import TranslationPreprocessor
     >>> from kerasnmt.models import Translator, TranslatorSeq2SeqLM
-    >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
     >>> translator = Translator(
-    ...     TranslationPreprocessor(WhitespaceTokenizer(), WhitespaceTokenizer(),
-    ...                             vocabulary, vocabulary),
+    ...     TranslationPreprocessor.whitespace(["<blank>", "<s>", "</s>", "a", "b"]),
     ...     num_layers=1, num_units=8, num_heads=2, ffn_inner_dim=16)
     >>> preset = os.path.join(tempfile.mkdtemp(), "preset")
     >>> sampler = BeamSampler(beam_size=2, max_length=4)

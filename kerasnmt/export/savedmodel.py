@@ -53,12 +53,10 @@ the graph, whichever loader runs it.
 
 Example:
     >>> import tempfile
-    >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
+    >>> from kerasnmt.layers import TranslationPreprocessor
     >>> from kerasnmt.models import Translator
-    >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
     >>> translator = Translator(
-    ...     TranslationPreprocessor(WhitespaceTokenizer(), WhitespaceTokenizer(),
-    ...                             vocabulary, vocabulary),
+    ...     TranslationPreprocessor.whitespace(["<blank>", "<s>", "</s>", "a", "b"]),
     ...     num_layers=1, num_units=8, num_heads=2, ffn_inner_dim=8)
     >>> path = export_translator(translator, os.path.join(tempfile.mkdtemp(), "1"),
     ...                          maximum_source_length=8, batch_size_buckets=(2,),

@@ -47,10 +47,8 @@ def warmup_requests(preprocessor, maximum_source_length, width_buckets, batch_si
             shortest length of each width, or when there would be more than 1,000 requests.
 
     Examples:
-        >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
-        >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
-        >>> preprocessor = TranslationPreprocessor(
-        ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary)
+        >>> from kerasnmt.layers import TranslationPreprocessor
+        >>> preprocessor = TranslationPreprocessor.whitespace(["<blank>", "<s>", "</s>", "a", "b"])
         >>> for signature, sentences in warmup_requests(
         ...         preprocessor, 12, [8, 12], [1, 2], ["serving_default", "n_best"]):
         ...     print(signature, sentences)
@@ -137,11 +135,9 @@ def warm_up(model, directory):
 
     Examples:
         >>> import tempfile
-        >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
-        >>> from kerasnmt.models import Translator
-        >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
-        >>> translator = Translator(TranslationPreprocessor(
-        ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary),
+        >>> from kerasnmt import Translator, layers
+        >>> translator = Translator(
+        ...     layers.TranslationPreprocessor.whitespace(["<blank>", "<s>", "</s>", "a", "b"]),
         ...     num_layers=1, num_units=8, num_heads=2, ffn_inner_dim=8)
         >>> path = translator.export(os.path.join(tempfile.mkdtemp(), "1"),
         ...                          maximum_source_length=8, batch_size_buckets=[1, 2],

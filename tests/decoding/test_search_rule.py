@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from kerasnmt.decoding.search import BeamRanking, Greedy, TopKSampling
+from kerasnmt.decoding.search import BeamRanking, Greedy, SetAsideRanking, TopKSampling
+from kerasnmt.decoding.search.rule_choice import choose_rule
 
 END = 0
 
@@ -116,3 +117,21 @@ def test_forcing_end_changes_the_end_column_only():
 
     no_end = force_or_forbid_end(logits, tf.constant(5), finished, tf.constant(-1), 3)
     np.testing.assert_array_equal(no_end, logits)
+
+
+def test_choose_rule_picks_the_rule_of_the_options_and_passes_them_on():
+    options = dict(n_best=2, min_length=1, length_penalty=0.6, freeze_finished_scores=False,
+                   early_exit=True)
+    beam = choose_rule(4, **options)
+    assert type(beam) is BeamRanking and beam.beam_size == 4 and beam.n_best == 2
+    assert beam.length_penalty == 0.6 and beam.min_length == 1 and beam.early_exit
+    greedy = choose_rule(1, n_best=1, coverage_penalty=0.2)
+    assert type(greedy) is Greedy and greedy.beam_size == 1 and greedy.coverage_penalty == 0.2
+    sampling = choose_rule(1, top_k=0, temperature=0.7, seed=5, **options)
+    assert type(sampling) is TopKSampling and sampling.beam_size == 1
+    assert (sampling.top_k, sampling.temperature, sampling.seed) == (0, 0.7, 5)
+    # The set-aside rule's scores are always frozen, whatever the option says.
+    set_aside = choose_rule(3, finished_hypotheses="set_aside", max_length=7,
+                            **dict(options, early_exit=False))
+    assert type(set_aside) is SetAsideRanking and set_aside.max_length == 7
+    assert set_aside.freeze_finished_scores and set_aside.length_penalty == 0.6

@@ -3,7 +3,7 @@ and the loops that run them.
 
 - `SearchRule` (`rule.py`), with `BeamRanking` (`beam.py`), `Greedy` (`greedy.py`),
   `TopKSampling` (`top_k.py`) and `SetAsideRanking` (`set_aside.py`); the score's parts are
-  in `scoring.py`.
+  in `scoring.py`; `choose_rule` (`rule_choice.py`) picks one for a sampler's options.
 - `PlainLoop` (`plain_loop.py`), `CompactingLoop` (`compacting_loop.py`) and `SlotLoop`
   (`slot_loop.py`).
 
