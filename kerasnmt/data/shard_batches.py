@@ -27,7 +27,13 @@ import numpy as np
 import tensorflow as tf
 
 from kerasnmt.data.batch_plan import kept_examples, padded_length, plan_batches
-from kerasnmt.data.batching import count_target_tokens, example_length, fit_batch, source_length
+from kerasnmt.data.batching import (
+    count_target_tokens,
+    example_length,
+    fit_batch,
+    length_limits_description,
+    source_length,
+)
 from kerasnmt.data.shard_examples import parse_chunk_fn
 from kerasnmt.data.shards_index import ShardsError, load_shards_index, shard_lengths
 
@@ -253,10 +259,8 @@ def shard_batches(
         lengths = np.concatenate(stream.lengths)
         if not len(kept_examples(lengths, *limits)):
             raise ShardsError(
-                f"no training example in {stream.what}: every example needs 0 < source "
-                f"length <= maximum_features_length={maximum_features_length} and 0 < target "
-                f"length <= maximum_labels_length={maximum_labels_length} (in tokens, targets "
-                "counted with their end mark </s>)"
+                f"no training example in {stream.what}: "
+                + length_limits_description(maximum_features_length, maximum_labels_length)
             )
     starts = [start_batch]
     if len(streams) > 1:
