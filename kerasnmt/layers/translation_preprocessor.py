@@ -16,6 +16,7 @@ from kerasnmt.layers.sentencepiece_tokenizer import (
 )
 from kerasnmt.layers.tokenizer import Tokenizer
 from kerasnmt.layers.vocab_lookup import VocabLookup
+from kerasnmt.layers.whitespace_tokenizer import WhitespaceTokenizer
 
 # The fields of keras-hub tokenizers' configs that keras-hub saves as asset files instead.
 KERAS_HUB_ASSET_FIELDS = ("proto", "vocabulary", "merges")
@@ -151,6 +152,25 @@ class TranslationPreprocessor(PreprocessingLayer):
                         tf.constant(tokens, tf.string), tf.range(len(tokens), dtype=tf.int32)),
                     default_value=-1,
                 )
+
+    @classmethod
+    def whitespace(cls, source_vocabulary, target_vocabulary=None, **kwargs):
+        """A preprocessor of whitespace-tokenized text on both sides.
+
+        Args:
+            source_vocabulary: the source tokens (a list or a vocabulary file).
+            target_vocabulary: the target tokens; default: the source ones.
+            **kwargs: the other `TranslationPreprocessor` arguments.
+
+        Example:
+            >>> preprocessor = TranslationPreprocessor.whitespace(["<blank>", "<s>", "</s>", "a"])
+            >>> preprocessor.source_vocabulary == preprocessor.target_vocabulary
+            True
+        """
+        if target_vocabulary is None:
+            target_vocabulary = source_vocabulary
+        return cls(WhitespaceTokenizer(), WhitespaceTokenizer(), source_vocabulary,
+                   target_vocabulary, **kwargs)
 
     @property
     def source_vocabulary(self):

@@ -310,3 +310,28 @@ def test_a_byte_fallback_model_and_its_vocabulary_must_agree(tmp_path):
     assert preprocessor("ë")["ids"].numpy().tolist()[-2:] == [3 + 0xC3, 3 + 0xAB]
     TranslationPreprocessor(SentencePieceTokenizer(str(plain_model)), WhitespaceTokenizer(),
                             str(plain_vocabulary), TARGET_VOCABULARY)
+
+
+def test_whitespace_builds_the_ids_of_the_explicit_constructor():
+    vocabulary = ["<blank>", "<s>", "</s>", "a", "b", "c"]
+    explicit = TranslationPreprocessor(
+        WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary,
+        maximum_source_length=2,
+    )
+    shortcut = TranslationPreprocessor.whitespace(vocabulary, maximum_source_length=2)
+    assert isinstance(shortcut.source_tokenizer, WhitespaceTokenizer)
+    assert isinstance(shortcut.target_tokenizer, WhitespaceTokenizer)
+    assert shortcut.target_vocabulary == vocabulary
+    # By hand: c b a -> 5 4 (cut to 2); b z -> <s> 4 6 (z unknown: len(vocabulary)) and 4 6 </s>.
+    for preprocessor in (explicit, shortcut):
+        features, labels = preprocessor("c b a", "b z")
+        assert features["ids"].numpy().tolist() == [5, 4]
+        assert labels["ids"].numpy().tolist() == [1, 4, 6]
+        assert labels["ids_out"].numpy().tolist() == [4, 6, 2]
+
+
+def test_whitespace_takes_a_separate_target_vocabulary():
+    preprocessor = TranslationPreprocessor.whitespace(SOURCE_VOCABULARY, TARGET_VOCABULARY)
+    features, labels = preprocessor("▁he ▁can", "▁он ▁может")
+    assert features["ids"].numpy().tolist() == [HE, CAN]
+    assert labels["ids"].numpy().tolist() == [1, ON, MOZHET]
