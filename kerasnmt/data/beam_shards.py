@@ -55,14 +55,12 @@ def write_shards_with_beam(
     Examples:
         >>> import os, tempfile
         >>> from kerasnmt.data.shards import read_shards
-        >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
+        >>> from kerasnmt.layers import TranslationPreprocessor
         >>> directory = tempfile.mkdtemp()
         >>> for name, text in (("src", "a b\\nb\\n"), ("tgt", "b\\na a\\n")):
         ...     with open(os.path.join(directory, name), "w") as file:
         ...         _ = file.write(text)
-        >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
-        >>> preprocessor = TranslationPreprocessor(
-        ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary)
+        >>> preprocessor = TranslationPreprocessor.whitespace(["<blank>", "<s>", "</s>", "a", "b"])
         >>> index = write_shards_with_beam(
         ...     os.path.join(directory, "src"), os.path.join(directory, "tgt"), preprocessor,
         ...     os.path.join(directory, "shards"), num_shards=2, seed=None)

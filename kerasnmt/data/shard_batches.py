@@ -214,14 +214,12 @@ def shard_batches(
     Examples:
         >>> import os, tempfile
         >>> from kerasnmt.data.shards import write_shards
-        >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
+        >>> from kerasnmt.layers import TranslationPreprocessor
         >>> directory = tempfile.mkdtemp()
         >>> for name, text in (("src", "a\\nb a\\na b a\\nb\\n"), ("tgt", "b\\na a\\nb b a\\na\\n")):
         ...     with open(os.path.join(directory, name), "w") as file:
         ...         _ = file.write(text)
-        >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
-        >>> preprocessor = TranslationPreprocessor(
-        ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary)
+        >>> preprocessor = TranslationPreprocessor.whitespace(["<blank>", "<s>", "</s>", "a", "b"])
         >>> index = write_shards(os.path.join(directory, "src"), os.path.join(directory, "tgt"),
         ...     preprocessor, os.path.join(directory, "shards"), num_shards=2, seed=None)
         >>> batches = shard_batches(index, batch_size=4, sample_buffer_size=0, repeat=False)

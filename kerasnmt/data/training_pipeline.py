@@ -137,10 +137,8 @@ def make_training_batches(
 
     Examples:
         >>> import tensorflow as tf
-        >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
-        >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
-        >>> preprocessor = TranslationPreprocessor(
-        ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary)
+        >>> from kerasnmt.layers import TranslationPreprocessor
+        >>> preprocessor = TranslationPreprocessor.whitespace(["<blank>", "<s>", "</s>", "a", "b"])
         >>> pairs = tf.data.Dataset.from_tensor_slices(
         ...     (["a b", "a", "b a", "b", "a"], ["a", "b", "a", "a", ""]))
         >>> batches = make_training_batches(pairs, preprocessor, batch_size=2)
@@ -300,14 +298,12 @@ def training_dataset(
 
     Examples:
         >>> import os, tempfile
-        >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
+        >>> from kerasnmt.layers import TranslationPreprocessor
         >>> directory = tempfile.mkdtemp()
         >>> for name, text in (("src", "a\\nb a\\na b a\\n"), ("tgt", "b\\na a\\nb b a\\n")):
         ...     with open(os.path.join(directory, name), "w") as file:
         ...         _ = file.write(text)
-        >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
-        >>> preprocessor = TranslationPreprocessor(
-        ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary)
+        >>> preprocessor = TranslationPreprocessor.whitespace(["<blank>", "<s>", "</s>", "a", "b"])
         >>> dataset = training_dataset(
         ...     os.path.join(directory, "src"), os.path.join(directory, "tgt"), preprocessor,
         ...     batch_size=6, batch_type="tokens", sample_buffer_size=0, repeat=False)
