@@ -69,7 +69,8 @@ def _batch_chunks(chunks, options, what):
 
 
 def _batch_keyed(examples, options, what):
-    """Batch keyed examples by their buckets, by `options` (a `BatchingOptions`)."""
+    """Batch keyed examples as `options` (a `BatchingOptions`) say, drop irregular batches,
+    and fail if nothing is left."""
     num_replicas = options.num_replicas
     batches = examples.apply(
         batch_keyed_examples(
