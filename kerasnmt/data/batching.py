@@ -113,6 +113,22 @@ def _length_checks(maximum_features_length, maximum_labels_length):
             raise ValueError(f"{name} must be None or at least 1, got {value}")
 
 
+def length_limits_description(maximum_features_length=None, maximum_labels_length=None):
+    """What `keep_mask` asks of an example, in words, for the errors of empty pipelines.
+
+    Example:
+        >>> print(length_limits_description(50, None))  # doctest: +NORMALIZE_WHITESPACE
+        every example needs 0 < source length <= maximum_features_length=50 and
+        0 < target length <= maximum_labels_length=None (in tokens, targets counted
+        with their end mark </s>)
+    """
+    return (
+        f"every example needs 0 < source length <= maximum_features_length="
+        f"{maximum_features_length} and 0 < target length <= maximum_labels_length="
+        f"{maximum_labels_length} (in tokens, targets counted with their end mark </s>)"
+    )
+
+
 def keep_mask(features, labels, maximum_features_length=None, maximum_labels_length=None):
     """`0 < length <= maximum` on both sides, elementwise (one example or a chunk); the
     target's length is `counted_target_length`."""

@@ -53,22 +53,21 @@ def write_shards_with_beam(
         The path of the index file.
 
     Examples:
-        >>> import os, tempfile
-        >>> from kerasnmt.data.shards import read_shards
-        >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
-        >>> directory = tempfile.mkdtemp()
-        >>> for name, text in (("src", "a b\\nb\\n"), ("tgt", "b\\na a\\n")):
-        ...     with open(os.path.join(directory, name), "w") as file:
-        ...         _ = file.write(text)
-        >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
-        >>> preprocessor = TranslationPreprocessor(
-        ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary)
-        >>> index = write_shards_with_beam(
-        ...     os.path.join(directory, "src"), os.path.join(directory, "tgt"), preprocessor,
-        ...     os.path.join(directory, "shards"), num_shards=2, seed=None)
-        >>> [(f["ids"].tolist(), l["ids_out"].tolist())
-        ...  for f, l in read_shards(index).as_numpy_iterator()]
-        [([3, 4], [4, 2]), ([4], [3, 3, 2])]
+        >>> import filecmp, pathlib, tempfile
+        >>> from kerasnmt.data.shards import write_shards
+        >>> from kerasnmt.layers import TranslationPreprocessor
+        >>> corpus = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = (corpus / "src").write_text("a b\\nb\\na\\n"), (corpus / "tgt").write_text("b\\na a\\nb\\n")
+        >>> arguments = (str(corpus / "src"), str(corpus / "tgt"),
+        ...              TranslationPreprocessor.whitespace(["<blank>", "<s>", "</s>", "a", "b"]))
+        >>> _ = write_shards_with_beam(*arguments, str(corpus / "beam"), num_shards=2)
+        >>> _ = write_shards(*arguments, str(corpus / "local"), num_shards=2)
+        >>> names = sorted(path.name for path in (corpus / "beam").iterdir())
+        >>> names  # doctest: +NORMALIZE_WHITESPACE
+        ['train-00000-of-00002.lengths.npy', 'train-00000-of-00002.tfrecord',
+         'train-00001-of-00002.lengths.npy', 'train-00001-of-00002.tfrecord', 'train.index.json']
+        >>> filecmp.cmpfiles(corpus / "beam", corpus / "local", names, shallow=False)[0] == names
+        True
     """
     tasks, index, index_path = plan_shards(
         source_file, target_file, preprocessor, output_dir, name, alignment_file, num_shards, seed

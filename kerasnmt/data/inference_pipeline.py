@@ -45,10 +45,8 @@ def inference_dataset(
 
     Examples:
         >>> import tensorflow as tf
-        >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
-        >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
-        >>> preprocessor = TranslationPreprocessor(
-        ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary)
+        >>> from kerasnmt.layers import TranslationPreprocessor
+        >>> preprocessor = TranslationPreprocessor.whitespace(["<blank>", "<s>", "</s>", "a", "b"])
         >>> sentences = tf.data.Dataset.from_tensor_slices(["a b", "b", "b a", "a"])
         >>> batches = inference_dataset(sentences, preprocessor, batch_size=2, length_bucket_width=1)
         >>> [batch["index"].numpy().tolist() for batch in batches]

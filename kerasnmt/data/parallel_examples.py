@@ -111,10 +111,8 @@ def chunk_preprocessor(preprocessor, alignment_path=None, training=None):
 
     Examples:
         >>> import tensorflow as tf
-        >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
-        >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
-        >>> preprocessor = TranslationPreprocessor(
-        ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary)
+        >>> from kerasnmt.layers import TranslationPreprocessor
+        >>> preprocessor = TranslationPreprocessor.whitespace(["<blank>", "<s>", "</s>", "a", "b"])
         >>> lines = tf.data.Dataset.from_tensor_slices(
         ...     ([1, 2], ["a b", "b"], ["b", "a a"], ["0-0 1-0", "0-1"]))
         >>> chunks = lines.batch(2).map(chunk_preprocessor(preprocessor, "train.align"))

@@ -20,9 +20,9 @@ MODEL_TYPES = ("unigram", "bpe", "char", "word")
 BYTE_PIECES = tuple(f"<0x{value:02X}>" for value in range(256))
 # SentencePiece's own <unk>, <s>, </s> take ids 0, 1, 2; they become the vocabulary's
 # <blank>, <s>, </s>, so every other piece keeps its SentencePiece id.
-_FIXED_OPTIONS = ("unk_id", "bos_id", "eos_id", "pad_id", "vocab_size", "model_type",
-                  "character_coverage", "sentence_iterator", "model_writer", "model_prefix",
-                  "input")
+_SPECIAL_IDS = {"unk_id": 0, "bos_id": 1, "eos_id": 2, "pad_id": -1}
+_FIXED_OPTIONS = (*_SPECIAL_IDS, "vocab_size", "model_type", "character_coverage",
+                  "sentence_iterator", "model_writer", "model_prefix", "input")
 
 
 def sample_lines_with_byte_budget(path, file_byte_budget, errors="strict"):
@@ -194,20 +194,12 @@ def train_sentencepiece(
                     yield line
 
     model = io.BytesIO()
-    options = {"minloglevel": 1, **trainer_options}
+    options = {"minloglevel": 1, **trainer_options, **_SPECIAL_IDS}
     try:
         sentencepiece.SentencePieceTrainer.train(
-            sentence_iterator=sentences(),
-            model_writer=model,
-            vocab_size=vocab_size,
-            model_type=model_type,
-            character_coverage=character_coverage,
-            unk_id=0,
-            bos_id=1,
-            eos_id=2,
-            pad_id=-1,
-            byte_fallback=bool(byte_fallback),
-            **options,
+            sentence_iterator=sentences(), model_writer=model, vocab_size=vocab_size,
+            model_type=model_type, character_coverage=character_coverage,
+            byte_fallback=bool(byte_fallback), **options,
         )
     except RuntimeError as error:
         names = ", ".join(map(str, files)) or "no files"

@@ -27,7 +27,13 @@ import numpy as np
 import tensorflow as tf
 
 from kerasnmt.data.batch_plan import kept_examples, padded_length, plan_batches
-from kerasnmt.data.batching import count_target_tokens, example_length, fit_batch, source_length
+from kerasnmt.data.batching import (
+    count_target_tokens,
+    example_length,
+    fit_batch,
+    length_limits_description,
+    source_length,
+)
 from kerasnmt.data.shard_examples import parse_chunk_fn
 from kerasnmt.data.shards_index import ShardsError, load_shards_index, shard_lengths
 
@@ -208,14 +214,12 @@ def shard_batches(
     Examples:
         >>> import os, tempfile
         >>> from kerasnmt.data.shards import write_shards
-        >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
+        >>> from kerasnmt.layers import TranslationPreprocessor
         >>> directory = tempfile.mkdtemp()
         >>> for name, text in (("src", "a\\nb a\\na b a\\nb\\n"), ("tgt", "b\\na a\\nb b a\\na\\n")):
         ...     with open(os.path.join(directory, name), "w") as file:
         ...         _ = file.write(text)
-        >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
-        >>> preprocessor = TranslationPreprocessor(
-        ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary)
+        >>> preprocessor = TranslationPreprocessor.whitespace(["<blank>", "<s>", "</s>", "a", "b"])
         >>> index = write_shards(os.path.join(directory, "src"), os.path.join(directory, "tgt"),
         ...     preprocessor, os.path.join(directory, "shards"), num_shards=2, seed=None)
         >>> batches = shard_batches(index, batch_size=4, sample_buffer_size=0, repeat=False)
@@ -253,10 +257,8 @@ def shard_batches(
         lengths = np.concatenate(stream.lengths)
         if not len(kept_examples(lengths, *limits)):
             raise ShardsError(
-                f"no training example in {stream.what}: every example needs 0 < source "
-                f"length <= maximum_features_length={maximum_features_length} and 0 < target "
-                f"length <= maximum_labels_length={maximum_labels_length} (in tokens, targets "
-                "counted with their end mark </s>)"
+                f"no training example in {stream.what}: "
+                + length_limits_description(maximum_features_length, maximum_labels_length)
             )
     starts = [start_batch]
     if len(streams) > 1:

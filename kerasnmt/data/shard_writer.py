@@ -18,12 +18,11 @@ name, and no index, which reading refuses.
 
 Example:
     >>> import pathlib, tempfile
-    >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
+    >>> from kerasnmt.layers import TranslationPreprocessor
     >>> corpus = pathlib.Path(tempfile.mkdtemp())
     >>> _ = (corpus / "en").write_text("a b\\nb\\na\\n"), (corpus / "de").write_text("b\\na\\nb\\n")
-    >>> words = ["<blank>", "<s>", "</s>", "a", "b"]
     >>> index_path = write_shards(str(corpus / "en"), str(corpus / "de"),
-    ...     TranslationPreprocessor(WhitespaceTokenizer(), WhitespaceTokenizer(), words, words),
+    ...     TranslationPreprocessor.whitespace(["<blank>", "<s>", "</s>", "a", "b"]),
     ...     str(corpus / "shards"), num_shards=2)
     >>> sorted(path.name for path in (corpus / "shards").iterdir())  # doctest: +NORMALIZE_WHITESPACE
     ['train-00000-of-00002.lengths.npy', 'train-00000-of-00002.tfrecord',

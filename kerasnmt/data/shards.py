@@ -112,14 +112,12 @@ def read_shards(index, num_parallel_calls=tf.data.AUTOTUNE, **kwargs):
 
     Examples:
         >>> import os, tempfile
-        >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
+        >>> from kerasnmt.layers import TranslationPreprocessor
         >>> directory = tempfile.mkdtemp()
         >>> for name, text in (("src", "a b\\nb\\n"), ("tgt", "b\\na a\\n")):
         ...     with open(os.path.join(directory, name), "w") as file:
         ...         _ = file.write(text)
-        >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
-        >>> preprocessor = TranslationPreprocessor(
-        ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary)
+        >>> preprocessor = TranslationPreprocessor.whitespace(["<blank>", "<s>", "</s>", "a", "b"])
         >>> index = write_shards(os.path.join(directory, "src"), os.path.join(directory, "tgt"),
         ...     preprocessor, os.path.join(directory, "shards"), num_shards=2, seed=None)
         >>> [(f["ids"].tolist(), l["ids_out"].tolist())

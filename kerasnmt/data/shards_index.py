@@ -52,15 +52,14 @@ def preprocessor_fingerprint(preprocessor):
     included) and the two vocabularies, layer names left out.
 
     Examples:
-        >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
-        >>> def preprocessor(vocabulary):
-        ...     return TranslationPreprocessor(
-        ...         WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary)
+        >>> from kerasnmt.layers import TranslationPreprocessor
         >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
-        >>> fingerprint = preprocessor_fingerprint(preprocessor(vocabulary))
-        >>> fingerprint == preprocessor_fingerprint(preprocessor(list(vocabulary)))
+        >>> fingerprint = preprocessor_fingerprint(TranslationPreprocessor.whitespace(vocabulary))
+        >>> fingerprint == preprocessor_fingerprint(
+        ...     TranslationPreprocessor.whitespace(list(vocabulary)))
         True
-        >>> fingerprint == preprocessor_fingerprint(preprocessor(vocabulary[:3] + ["b", "a"]))
+        >>> fingerprint == preprocessor_fingerprint(
+        ...     TranslationPreprocessor.whitespace(vocabulary[:3] + ["b", "a"]))
         False
     """
     config = preprocessor.get_config()

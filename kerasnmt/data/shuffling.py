@@ -20,6 +20,7 @@ into a temporary file that the blocks are read from (deleted at exit).
 
 import atexit
 import codecs
+import dataclasses
 import itertools
 import os
 import shutil
@@ -34,6 +35,7 @@ _CHUNK_SIZE = 1 << 20
 _temporary_directories = []
 
 
+@dataclasses.dataclass(frozen=True)
 class LineIndex:
     """What one pass over a text file learned: its line count and its block offsets.
 
@@ -47,12 +49,11 @@ class LineIndex:
             file size; block `k` is `offsets[k]:offsets[k + 1]`.
     """
 
-    def __init__(self, path, readable_path, num_lines, block_size, offsets):
-        self.path = path
-        self.readable_path = readable_path
-        self.num_lines = num_lines
-        self.block_size = block_size
-        self.offsets = offsets
+    path: str
+    readable_path: str
+    num_lines: int
+    block_size: int
+    offsets: list
 
     @property
     def num_blocks(self):

@@ -23,6 +23,8 @@ A pipeline that yields no batch raises an error naming the files and the limits,
 of ending at once or hanging in `repeat()`.
 """
 
+import dataclasses
+
 import tensorflow as tf
 
 from kerasnmt.data.batching import (
@@ -31,7 +33,9 @@ from kerasnmt.data.batching import (
     filter_chunks_by_length,
     filter_irregular_batches,
     keyed_examples,
+    length_limits_description,
 )
+from kerasnmt.data.batching_options import BatchingOptions
 from kerasnmt.data.empty_check import fail_if_empty
 from kerasnmt.data.parallel_examples import chunk_preprocessor
 from kerasnmt.data.prefetching import prefetch_without_autotuning
@@ -52,67 +56,34 @@ def _check_preprocessor_does_not_truncate(preprocessor):
             )
 
 
-def _limits_description(maximum_features_length, maximum_labels_length, num_replicas):
-    text = (
-        f"every example needs 0 < source length <= maximum_features_length="
-        f"{maximum_features_length} and 0 < target length <= maximum_labels_length="
-        f"{maximum_labels_length} (in tokens, targets counted with their end mark </s>)"
+def _filter_chunks(chunks, options):
+    return chunks.apply(
+        filter_chunks_by_length(options.maximum_features_length, options.maximum_labels_length)
     )
-    if num_replicas > 1:
-        text += f", and batches need a size divisible by num_replicas={num_replicas}"
-    return text
 
 
-def _batch_chunks(
-    chunks,
-    batch_size,
-    batch_type,
-    batch_size_multiple,
-    length_bucket_width,
-    maximum_features_length,
-    maximum_labels_length,
-    pad_to_bucket_boundary,
-    num_replicas,
-    what,
-):
+def _batch_chunks(chunks, options, what):
     """Filter, bucket, batch, drop irregular batches, and fail if nothing is left."""
-    if num_replicas < 1:
-        raise ValueError(f"num_replicas must be at least 1, got {num_replicas}")
-    chunks = chunks.apply(filter_chunks_by_length(maximum_features_length, maximum_labels_length))
-    examples = chunks.apply(keyed_examples(length_bucket_width))
-    return _batch_keyed(
-        examples, batch_size, batch_type, batch_size_multiple, length_bucket_width,
-        maximum_features_length, maximum_labels_length, pad_to_bucket_boundary, num_replicas,
-        what,
-    )
+    examples = _filter_chunks(chunks, options).apply(keyed_examples(options.length_bucket_width))
+    return _batch_keyed(examples, options, what)
 
 
-def _batch_keyed(
-    examples,
-    batch_size,
-    batch_type,
-    batch_size_multiple,
-    length_bucket_width,
-    maximum_features_length,
-    maximum_labels_length,
-    pad_to_bucket_boundary,
-    num_replicas,
-    what,
-):
+def _batch_keyed(examples, options, what):
+    """Batch keyed examples as `options` (a `BatchingOptions`) say, drop irregular batches,
+    and fail if nothing is left."""
+    num_replicas = options.num_replicas
     batches = examples.apply(
         batch_keyed_examples(
-            batch_size * num_replicas,
-            batch_type=batch_type,
-            batch_size_multiple=batch_size_multiple * num_replicas,
-            length_bucket_width=length_bucket_width,
-            pad_to_bucket_boundary=pad_to_bucket_boundary,
+            options.batch_size * num_replicas,
+            batch_type=options.batch_type,
+            batch_size_multiple=options.batch_size_multiple * num_replicas,
+            length_bucket_width=options.length_bucket_width,
+            pad_to_bucket_boundary=options.pad_to_bucket_boundary,
         )
     )
     batches = batches.apply(filter_irregular_batches(num_replicas))
     return fail_if_empty(
-        batches,
-        f"no training batch from {what}: "
-        + _limits_description(maximum_features_length, maximum_labels_length, num_replicas),
+        batches, f"no training batch from {what}: {options.limits_description()}"
     )
 
 
@@ -167,16 +138,18 @@ def make_training_batches(
 
     Examples:
         >>> import tensorflow as tf
-        >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
-        >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
-        >>> preprocessor = TranslationPreprocessor(
-        ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary)
+        >>> from kerasnmt.layers import TranslationPreprocessor
+        >>> preprocessor = TranslationPreprocessor.whitespace(["<blank>", "<s>", "</s>", "a", "b"])
         >>> pairs = tf.data.Dataset.from_tensor_slices(
         ...     (["a b", "a", "b a", "b", "a"], ["a", "b", "a", "a", ""]))
         >>> batches = make_training_batches(pairs, preprocessor, batch_size=2)
         >>> [features["ids"].numpy().tolist() for features, labels in batches]
         [[[3, 4], [3, 0]], [[4, 3], [4, 0]], [[3]]]
     """
+    options = BatchingOptions(
+        batch_size, batch_type, batch_size_multiple, length_bucket_width,
+        maximum_features_length, maximum_labels_length, pad_to_bucket_boundary, num_replicas,
+    )
     _check_preprocessor_does_not_truncate(preprocessor)
     arity = len(dataset.element_spec) if isinstance(dataset.element_spec, tuple) else 1
     if arity not in (2, 3):
@@ -188,18 +161,7 @@ def make_training_batches(
         return preprocessor(*strings, training=training)
 
     chunks = dataset.batch(CHUNK_SIZE).map(preprocess, num_parallel_calls=num_parallel_calls)
-    return _batch_chunks(
-        chunks,
-        batch_size,
-        batch_type,
-        batch_size_multiple,
-        length_bucket_width,
-        maximum_features_length,
-        maximum_labels_length,
-        pad_to_bucket_boundary,
-        num_replicas,
-        what="the dataset",
-    )
+    return _batch_chunks(chunks, options, "the dataset")
 
 
 def _as_list(value):
@@ -337,14 +299,12 @@ def training_dataset(
 
     Examples:
         >>> import os, tempfile
-        >>> from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
+        >>> from kerasnmt.layers import TranslationPreprocessor
         >>> directory = tempfile.mkdtemp()
         >>> for name, text in (("src", "a\\nb a\\na b a\\n"), ("tgt", "b\\na a\\nb b a\\n")):
         ...     with open(os.path.join(directory, name), "w") as file:
         ...         _ = file.write(text)
-        >>> vocabulary = ["<blank>", "<s>", "</s>", "a", "b"]
-        >>> preprocessor = TranslationPreprocessor(
-        ...     WhitespaceTokenizer(), WhitespaceTokenizer(), vocabulary, vocabulary)
+        >>> preprocessor = TranslationPreprocessor.whitespace(["<blank>", "<s>", "</s>", "a", "b"])
         >>> dataset = training_dataset(
         ...     os.path.join(directory, "src"), os.path.join(directory, "tgt"), preprocessor,
         ...     batch_size=6, batch_type="tokens", sample_buffer_size=0, repeat=False)
@@ -355,19 +315,21 @@ def training_dataset(
         raise ValueError(f"need 0 <= shard_index < num_shards, got {shard_index} and {num_shards}")
     if start_batch and shards is None:
         raise ValueError("start_batch needs shards: a text pipeline cannot skip batches")
+    options = BatchingOptions(
+        batch_size=batch_size, batch_type=batch_type, batch_size_multiple=batch_size_multiple,
+        length_bucket_width=length_bucket_width, pad_to_bucket_boundary=pad_to_bucket_boundary,
+        maximum_features_length=maximum_features_length,
+        maximum_labels_length=maximum_labels_length, num_replicas=num_replicas,
+    )
     if shards is not None:
         if source_file is not None or target_file is not None or alignment_file is not None:
             raise ValueError("give either shards or text files, not both")
         batches = shard_batches(
-            _as_list(shards), batch_size=batch_size, batch_type=batch_type,
-            batch_size_multiple=batch_size_multiple,
-            maximum_features_length=maximum_features_length,
-            maximum_labels_length=maximum_labels_length, sample_buffer_size=sample_buffer_size,
-            seed=seed, num_replicas=num_replicas, pad_to_bucket_boundary=pad_to_bucket_boundary,
-            length_bucket_width=length_bucket_width, train_files_weights=train_files_weights,
-            num_shards=num_shards, shard_index=shard_index, start_batch=start_batch,
-            repeat=repeat, num_parallel_calls=num_parallel_calls,
-            preprocessor_check=preprocessor_check,
+            _as_list(shards), **dataclasses.asdict(options),
+            sample_buffer_size=sample_buffer_size, seed=seed,
+            train_files_weights=train_files_weights, num_shards=num_shards,
+            shard_index=shard_index, start_batch=start_batch, repeat=repeat,
+            num_parallel_calls=num_parallel_calls, preprocessor_check=preprocessor_check,
         )
         return prefetch_without_autotuning(batches, prefetch_buffer_size)
     if source_file is None or target_file is None or preprocessor is None:
@@ -387,33 +349,22 @@ def training_dataset(
         )
         for source, target, alignment in zip(sources, targets, alignments)
     ]
-    batching = dict(
-        batch_size=batch_size,
-        batch_type=batch_type,
-        batch_size_multiple=batch_size_multiple,
-        length_bucket_width=length_bucket_width,
-        maximum_features_length=maximum_features_length,
-        maximum_labels_length=maximum_labels_length,
-        pad_to_bucket_boundary=pad_to_bucket_boundary,
-        num_replicas=num_replicas,
-    )
     if not repeat:
         if len(corpora) > 1:
             raise ValueError("several weighted corpora are sampled forever: repeat must be True")
         chunks, _, what = corpora[0]
-        batches = _batch_chunks(chunks, what=what, **batching)
+        batches = _batch_chunks(chunks, options, what)
         return prefetch_without_autotuning(batches, prefetch_buffer_size)
     # Each corpus is repeated before bucketing, so a bucket's batch fills across passes and
     # every batch is full. Bucketing one pass at a time (OpenNMT-tf) ends each pass with
     # the left-over examples of every bucket, flushed in length order: with 8,192-token
     # batches on Multi30k's 29,000 pairs, half of all updates, some of one or two examples.
-    limits = _limits_description(maximum_features_length, maximum_labels_length, 1)
+    limits = length_limits_description(maximum_features_length, maximum_labels_length)
     streams = []
     for chunks, _, what in corpora:
-        chunks = chunks.apply(
-            filter_chunks_by_length(maximum_features_length, maximum_labels_length)
+        chunks = fail_if_empty(
+            _filter_chunks(chunks, options), f"no training batch from {what}: {limits}"
         )
-        chunks = fail_if_empty(chunks, f"no training batch from {what}: {limits}")
         streams.append(chunks.repeat().apply(keyed_examples(length_bucket_width)))
     if len(streams) == 1:
         examples, what = streams[0], corpora[0][2]
@@ -423,5 +374,5 @@ def training_dataset(
         )
         examples = tf.data.Dataset.sample_from_datasets(streams, weights=probabilities, seed=seed)
         what = "the training corpora"
-    batches = _batch_keyed(examples, what=what, **batching)
+    batches = _batch_keyed(examples, options, what)
     return prefetch_without_autotuning(batches, prefetch_buffer_size)
