@@ -94,9 +94,8 @@ class TransformerBackbone(keras.Model):
         (TensorShape([2, 3, 6]), TensorShape([2, 3, 2]))
 
     Reference:
-        [Vaswani et al., 2017](https://arxiv.org/abs/1706.03762); [Shaw et al.,
-        2018](https://arxiv.org/abs/1803.02155); [OpenNMT-tf
-        `Transformer`](https://github.com/OpenNMT/OpenNMT-tf/blob/master/opennmt/models/transformer.py)
+        [OpenNMT-tf `Transformer`](https://github.com/OpenNMT/OpenNMT-tf/blob/master/opennmt/models/transformer.py);
+        the papers of its layers are cited by `TransformerEncoderLayer`.
     """
 
     def __init__(

@@ -26,6 +26,7 @@ import tensorflow as tf
 
 from kerasnmt.data.string_arrays import string_array
 from kerasnmt.decoding.beam_sampler import BeamSampler
+from kerasnmt.decoding.translate import TRANSLATION_BATCH_SIZE
 from kerasnmt.decoding.widths import (
     DEFAULT_LENGTH_OFFSET,
     DEFAULT_LENGTH_RATIO,
@@ -93,7 +94,7 @@ class TranslatorSeq2SeqLM(keras_hub.models.Seq2SeqLM):
         label_smoothing=0.1,
         guided_alignment_type=None,
         guided_alignment_weight=1.0,
-        batch_size=32,
+        batch_size=TRANSLATION_BATCH_SIZE,
         replace_unknown_target=False,
         jit_compile=True,
         maximum_source_length=DEFAULT_MAXIMUM_SOURCE_LENGTH,
