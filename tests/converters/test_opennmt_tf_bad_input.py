@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import yaml
 
+from kerasnmt import runner
 from kerasnmt.cli import main
 from kerasnmt.converters import ConversionError, convert_opennmt_tf
 from tests.converters.opennmt_tf_fixtures import (
@@ -151,3 +152,10 @@ def test_the_command_reports_bad_input_on_one_line_with_status_2(onmt_dir, tmp_p
     assert "pass --num-heads N" in error
     assert written_files(tmp_path / "run") == ([], None)
 
+
+
+def test_a_toolkit_without_a_converter_is_refused_by_name_with_nothing_written(tmp_path):
+    output = tmp_path / "run"
+    with pytest.raises(ValueError, match="no converter for 'marian'; one of opennmt-tf"):
+        runner.convert("marian", str(tmp_path / "config.yml"), str(output))
+    assert not output.exists()
