@@ -353,27 +353,15 @@ class BeamSampler(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            beam_size=self.beam_size,
-            length_penalty=self.length_penalty,
-            coverage_penalty=self.coverage_penalty,
-            top_k=self.top_k,
-            temperature=self.temperature,
-            n_best=self.n_best,
-            max_length=self.max_length,
-            min_length=self.min_length,
-            seed=self.seed,
-            freeze_finished_scores=self.freeze_finished_scores,
-            early_exit=self.early_exit,
-            compact_batch=self.compact_batch,
-            length_normalization=self.length_normalization,
-            finished_hypotheses=self.finished_hypotheses,
-        )
+        config.update({name: getattr(self, name) for name in SAMPLER_ARGUMENTS})
         return config
 
 
-# The arguments of `BeamSampler` with their defaults (the configuration's `params` section
-# takes them as its own), all but `seed` and Keras' own.
+# The arguments of `BeamSampler` but Keras' own, each kept as an attribute of its name.
+SAMPLER_ARGUMENTS = tuple(
+    name for name in inspect.signature(BeamSampler).parameters if name != "kwargs")
+# Their defaults (the configuration's `params` section takes them as its own), all but
+# `seed`'s.
 SAMPLER_DEFAULTS = {
     name: parameter.default
     for name, parameter in inspect.signature(BeamSampler).parameters.items()

@@ -134,16 +134,8 @@ class SentencePieceTokenizer(Tokenizer):
         return self._sentencepiece.tokenize(inputs)
 
     def detokenize(self, pieces):
-        """Joins pieces back into text (`▁` becomes a space, the leading one is dropped).
-
-        Args:
-            pieces: 1-D pieces, or `[B, L]` pieces as a `tf.RaggedTensor` or a dense tensor.
-                The empty string is padding (from `padded_batch` or `to_tensor()`) and is
-                skipped.
-
-        Returns:
-            A string scalar for 1-D pieces, else a `[B]` string tensor.
-        """
+        """Joins pieces back into text (`▁` becomes a space, the leading one is dropped);
+        shapes and padding as `Tokenizer` says."""
         return self._sentencepiece.detokenize(drop_padding_tokens(pieces))
 
     def get_vocabulary(self):

@@ -11,6 +11,9 @@ class Tokenizer(PreprocessingLayer, keras_hub.tokenizers.Tokenizer):
 
     Subclasses implement `tokenize` (calling the layer tokenizes) and `detokenize`, which
     takes tokens (strings, as `tokenize` gives them), not ids: the ids are a `VocabLookup`'s.
+    `detokenize` takes 1-D tokens, or `[B, L]` tokens as a `tf.RaggedTensor` or a dense
+    tensor, skips the empty string (the padding of `padded_batch` or `to_tensor()`), and
+    returns a string scalar for 1-D tokens, else a `[B]` string tensor.
     The dtype is always `"string"`, keras-hub's mark of a tokenizer of string tokens.
 
     keras-hub's tokenizers return Python lists when called eagerly (`tf.Tensor`s and

@@ -54,16 +54,7 @@ class WhitespaceTokenizer(Tokenizer):
         return tf.strings.split(inputs)
 
     def detokenize(self, tokens):
-        """Joins tokens with single spaces.
-
-        Args:
-            tokens: 1-D tokens, or `[B, L]` tokens as a `tf.RaggedTensor` or a dense tensor.
-                The empty string is padding (from `padded_batch` or `to_tensor()`) and is
-                skipped.
-
-        Returns:
-            A string scalar for 1-D tokens, else a `[B]` string tensor.
-        """
+        """Joins tokens with single spaces; shapes and padding as `Tokenizer` says."""
         tokens = drop_padding_tokens(tokens)
         return tf.strings.reduce_join(tokens, axis=-1, separator=" ")
 
