@@ -353,7 +353,10 @@ class BeamSampler(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update({name: getattr(self, name) for name in SAMPLER_ARGUMENTS})
+        # A loop, not a comprehension: AutoGraph converts this method when a traced
+        # function calls it, and its comprehensions do not see this module's names.
+        for name in SAMPLER_ARGUMENTS:
+            config[name] = getattr(self, name)
         return config
 
 
