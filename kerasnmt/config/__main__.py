@@ -1,6 +1,6 @@
 """`python -m kerasnmt.config` prints the configuration reference of `docs/training.md`.
 
-Example:
+Examples:
     >>> from kerasnmt.config.reference import config_reference
     >>> config_reference().startswith("### Top level")
     True

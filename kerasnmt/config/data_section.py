@@ -1,6 +1,6 @@
 """The `data` section of the run configuration: vocabularies, tokenizers and corpora.
 
-Example:
+Examples:
     >>> DATA_SECTION["train_features_file"].kind.describe()
     'a path to an existing file, or a list of them, or null'
 """

@@ -1,7 +1,7 @@
 """The `eval` section of the run configuration: validation, scorers, best exports and early
 stopping; its scorers and language are those of `kerasnmt.evaluation`.
 
-Example:
+Examples:
     >>> EVAL_SECTION["scorers"].default
     ['bleu', 'chrf']
 """

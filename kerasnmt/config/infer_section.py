@@ -1,6 +1,6 @@
 """The `infer` section of the run configuration: how `kerasnmt translate` batches and prints.
 
-Example:
+Examples:
     >>> INFER_SECTION["n_best"].kind.describe()
     'an integer >= 1'
 """

@@ -1,6 +1,6 @@
 """Reading a configuration: YAML parsing, merging onto the defaults, and every check.
 
-Example:
+Examples:
     >>> check_config({"train": {"batch_size": 64}}, base_dir=".")["train"]["batch_size"]
     64
 """

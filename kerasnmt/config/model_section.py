@@ -1,7 +1,7 @@
 """The `model` section of the run configuration: the architecture, whose defaults are the
 backbone's (`TransformerBackbone`'s signature).
 
-Example:
+Examples:
     >>> MODEL_SECTION["maximum_relative_position"].default
     20
 """

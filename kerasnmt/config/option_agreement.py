@@ -1,6 +1,6 @@
 """The rules between options of a configuration that are each valid alone.
 
-Example:
+Examples:
     >>> from kerasnmt.config.schema import default_config
     >>> config = default_config()
     >>> config["model"]["num_heads"] = 3

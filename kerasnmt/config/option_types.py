@@ -4,7 +4,7 @@ Each kind has `describe()` (for the reference page and the error messages) and
 `check(value, base_dir)`, which returns the value to keep or raises `Invalid` with what
 was expected.
 
-Example:
+Examples:
     >>> Integer(minimum=1).check(8, base_dir=".")
     8
     >>> Number(0, 1, closed=(True, False)).describe()

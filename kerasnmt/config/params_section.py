@@ -3,7 +3,7 @@ and decoding options, with the rules of the optimizer's arguments. The decoding 
 defaults are those of `BeamSampler`, `Translator.translate` and `LexicalShortlist`; the
 loss's those of `Translator`; the optimizer's those of `kerasnmt.training.optimizers`.
 
-Example:
+Examples:
     >>> PARAMS_SECTION["beam_width"].default
     4
     >>> PARAMS_SECTION["length_normalization"].kind.describe()

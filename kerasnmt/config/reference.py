@@ -1,6 +1,6 @@
 """The configuration reference of `docs/training.md`, rendered from the schema.
 
-Example:
+Examples:
     >>> print(config_reference().splitlines()[0])
     ### Top level
 """

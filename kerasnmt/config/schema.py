@@ -1,7 +1,7 @@
 """The whole configuration schema: its sections, in the order of the reference page, and
 the defaults they make.
 
-Example:
+Examples:
     >>> [path for path, _ in walk(SCHEMA)][:2]
     ['model_dir', 'data.source_vocabulary']
     >>> value_at(default_config(), "params.beam_width")

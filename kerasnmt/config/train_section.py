@@ -1,6 +1,6 @@
 """The `train` section of the run configuration: batching, checkpoints, precision, devices.
 
-Example:
+Examples:
     >>> TRAIN_SECTION["batch_type"].default
     'tokens'
 """

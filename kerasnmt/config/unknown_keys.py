@@ -1,7 +1,7 @@
 """What to tell about a key the schema does not have: its kerasnmt name, that it is an
 OpenNMT-tf option kerasnmt lacks, or the key it most resembles.
 
-Example:
+Examples:
     >>> unknown_key_message("train_steps", "train.train_steps", {})
     'train.train_steps: unknown key (kerasnmt calls it train.max_step)'
 """

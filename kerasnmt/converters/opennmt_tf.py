@@ -75,7 +75,7 @@ class Conversion:
     def summary(self):
         """What was written and left out, one line each (what the command prints).
 
-        Example:
+        Examples:
             >>> print(Conversion("run/run.yml", 400, True, ["params.x (why)"]).summary())
             Wrote run/run.yml: a kerasnmt run at step 400, with the optimizer's moments
             Left out: params.x (why)
@@ -119,7 +119,7 @@ def convert_opennmt_tf(config_path, output_dir, checkpoint=None, model_type=None
             is not the embeddings', a tokenizer kerasnmt cannot reproduce, a missing or
             truncated checkpoint, an `output_dir` that holds files (without `force`).
 
-    Example:
+    Examples:
         >>> import contextlib, tempfile
         >>> with contextlib.chdir("tests/fixtures/opennmt_tf/absolute"):
         ...     conversion = convert_opennmt_tf(
@@ -189,7 +189,7 @@ def model_architecture(checkpoint, model_type=None, num_heads=None):
         ConversionError: a `model_type` the checkpoint contradicts (naming the key), or an
             absolute-position model with no number of heads.
 
-    Example:
+    Examples:
         >>> model_architecture(OpenNMTCheckpoint(
         ...     "tests/fixtures/opennmt_tf/absolute/checkpoint/ckpt-400"))
         Traceback (most recent call last):

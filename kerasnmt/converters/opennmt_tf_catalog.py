@@ -56,7 +56,7 @@ def catalog_architecture(model_type):
     Raises:
         ConversionError: a model outside the Transformer family, or an unknown name.
 
-    Example:
+    Examples:
         >>> catalog_architecture("TransformerBigRelative")["num_heads"]
         16
         >>> catalog_architecture("NMTSmallV1")

@@ -64,7 +64,7 @@ class OpenNMTCheckpoint:
     Args:
         path: a checkpoint prefix (`model_dir/ckpt-5000`), readable (`find_checkpoint`).
 
-    Example:
+    Examples:
         >>> checkpoint = OpenNMTCheckpoint(
         ...     "tests/fixtures/opennmt_tf/absolute/checkpoint/ckpt-400")
         >>> checkpoint.step, checkpoint.shape(_SOURCE_EMBEDDING)
@@ -110,7 +110,7 @@ def checkpoint_architecture(checkpoint):
         ConversionError: a model outside the Transformer family, or a variant with an option
             kerasnmt does not have (each named with the variable that shows it).
 
-    Example:
+    Examples:
         >>> architecture = checkpoint_architecture(OpenNMTCheckpoint(
         ...     "tests/fixtures/opennmt_tf/relative/checkpoint/ckpt-1200"))
         >>> [architecture[key] for key in ("num_heads", "maximum_relative_position",
@@ -169,7 +169,7 @@ def variable_map(architecture):
         read from the backbone (`"encoder.layer_0.ffn.inner.kernel"`); a weight shared by
         two roles appears once.
 
-    Example:
+    Examples:
         >>> names = variable_map(dict(num_layers=1, maximum_relative_position=None,
         ...     pre_norm=False, share_embeddings="target", use_output_bias=True))
         >>> names["decoder.layer_0.cross_attention.query_dense.kernel"]

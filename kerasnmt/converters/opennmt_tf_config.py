@@ -52,7 +52,7 @@ def read_opennmt_tf_config(path):
     Raises:
         ConversionError: the file is missing, is not YAML or is not a mapping.
 
-    Example:
+    Examples:
         >>> read_opennmt_tf_config("tests/fixtures/opennmt_tf/absolute/config.yml")["model_dir"]
         'checkpoint'
     """
@@ -186,7 +186,7 @@ def carried_keys(config, config_path):
         `(sections, left_out)`: a dict of kerasnmt sections, and one line for each key left
         out (with why).
 
-    Example:
+    Examples:
         >>> sections, left_out = carried_keys({"params": {"optimizer": "LazyAdam",
         ...     "average_loss_in_time": True}, "train": {"batch_size": 64}}, "run.yml")
         >>> sections["params"]["optimizer"], sections["train"]["batch_type"]

@@ -116,7 +116,7 @@ def _length_checks(maximum_features_length, maximum_labels_length):
 def length_limits_description(maximum_features_length=None, maximum_labels_length=None):
     """What `keep_mask` asks of an example, in words, for the errors of empty pipelines.
 
-    Example:
+    Examples:
         >>> print(length_limits_description(50, None))  # doctest: +NORMALIZE_WHITESPACE
         every example needs 0 < source length <= maximum_features_length=50 and
         0 < target length <= maximum_labels_length=None (in tokens, targets counted

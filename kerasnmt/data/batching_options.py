@@ -25,7 +25,7 @@ class BatchingOptions:
         num_replicas: batches hold `batch_size * num_replicas` and their size is a
             multiple of `num_replicas`; at least 1.
 
-    Example:
+    Examples:
         >>> options = BatchingOptions(batch_size=8, maximum_labels_length=3, num_replicas=2)
         >>> options.batch_type, options.num_replicas
         ('examples', 2)

@@ -1,7 +1,7 @@
 """How each tensor of a preprocessed `(features, labels)` example is stored in a
 `tf.train.Example` of a shard, and parsed back.
 
-Example:
+Examples:
     >>> import numpy as np
     >>> schema = [{"name": "features/ids", "dtype": "int32", "rank": 1},
     ...           {"name": "features/length", "dtype": "int32", "rank": 0},

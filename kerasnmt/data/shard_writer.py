@@ -16,7 +16,7 @@ once complete; the index is written last, the same way, and removed first when a
 directory is rewritten. A killed run therefore leaves no partial file under a final
 name, and no index, which reading refuses.
 
-Example:
+Examples:
     >>> import pathlib, tempfile
     >>> from kerasnmt.layers import TranslationPreprocessor
     >>> corpus = pathlib.Path(tempfile.mkdtemp())

@@ -4,7 +4,7 @@ that reading runs before the first record: the index's format, that every shard 
 lengths file exists, and that each shard has the size the index recorded (a truncated or
 replaced file is named).
 
-Example:
+Examples:
     >>> shard_file_name("train", 3, 16), index_file_name("train")
     ('train-00003-of-00016.tfrecord', 'train.index.json')
     >>> lengths_file_name(shard_file_name("train", 3, 16))

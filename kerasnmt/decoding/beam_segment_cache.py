@@ -1,7 +1,7 @@
 """The self-attention cache of a beam search: keys and values that never move, read through
 each hypothesis' history, in segments of positions that a step reads only once it reaches them.
 
-Example:
+Examples:
     >>> cache = BeamSegmentCache.zeros(batch_size=2, max_length=20, beam_size=3,
     ...                                num_heads=2, key_dim=4)
     >>> [segment.shape for segment in cache.keys]  # [0, 16) and [16, 20), each with a spare

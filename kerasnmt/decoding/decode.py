@@ -2,7 +2,7 @@
 that stay in place, per-example state) and `decode`, ids in, ids out, which every
 translation path calls (`decode_function`, `TranslateFunction`, `Translator.translate`).
 
-Example:
+Examples:
     >>> from kerasnmt.models import TransformerBackbone
     >>> backbone = TransformerBackbone(6, 6, num_layers=1, num_units=8, num_heads=2,
     ...                                ffn_inner_dim=16)

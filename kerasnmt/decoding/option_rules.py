@@ -3,7 +3,7 @@
 `BeamSampler`, the configuration's `params` and `infer` sections and the command line's
 `--n-best` all report what breaks them, each under its own names for the options.
 
-Example:
+Examples:
     >>> decoding_option_problems({"beam_size": 2, "n_best": 3})
     {'n_best': 'n_best: 3 is more than beam_size (2)'}
     >>> decoding_option_problems({"n_best": 3, "beam_size": 2},

@@ -2,7 +2,7 @@
 lists, a minimum length and top-k sampling, for keras-hub's generative models
 (`Seq2SeqLM` and `CausalLM`: `compile(sampler=...)`).
 
-Example:
+Examples:
     >>> import numpy as np
     >>> import tensorflow as tf
     >>> next_token_probs = np.array([  # rows: last token (1: <s>, 3: "a"); columns: next token

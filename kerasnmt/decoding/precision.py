@@ -9,7 +9,7 @@ float32 copy of a model built in a mixed policy, as OpenNMT-tf exports float32 b
 and as CTranslate2's converter keeps float32 weights. `Translator.translate` itself
 decodes in the model's own policy (the evaluations during training use it).
 
-Example:
+Examples:
     >>> from kerasnmt.layers import TranslationPreprocessor
     >>> from kerasnmt.models import Translator
     >>> preprocessor = TranslationPreprocessor.whitespace(["<blank>", "<s>", "</s>", "a", "b"])

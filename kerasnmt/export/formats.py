@@ -5,7 +5,7 @@ types of its `--quantization`; the command line lists the formats, and refuses, 
 anything is read, an option the chosen format does not take, naming the formats that
 take it.
 
-Example:
+Examples:
     >>> sorted(EXPORT_FORMATS)
     ['ctranslate2', 'keras-hub', 'savedmodel']
     >>> EXPORT_FORMATS["ctranslate2"].refusals({"force": True, "next_version": True})

@@ -5,7 +5,7 @@ The directory has keras-hub's preset layout (`kerasnmt.models.preset_layout`), s
 imported kerasnmt, as a `kerasnmt.models.TranslatorSeq2SeqLM` whose `generate` translates
 with the decoding options given here.
 
-Example:
+Examples:
     >>> import os, tempfile
     >>> from kerasnmt.decoding import BeamSampler
     >>> from kerasnmt.layers import TranslationPreprocessor

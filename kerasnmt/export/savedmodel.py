@@ -51,7 +51,7 @@ Signatures:
 A `source` that is not 1-D (a 2-D batch, a scalar) is an `InvalidArgumentError` raised by
 the graph, whichever loader runs it.
 
-Example:
+Examples:
     >>> import tempfile
     >>> from kerasnmt.layers import TranslationPreprocessor
     >>> from kerasnmt.models import Translator

@@ -20,11 +20,10 @@ class Dropout(keras.layers.Dropout):
     Keras' own path serves `noise_shape` and rates too close to 0 or 1 for 16 bits. On CPU
     this takes a fifth off dropout's forward and backward time (a quarter under XLA).
 
-    Args:
-        rate: the fraction of positions zeroed in training.
-        **kwargs: the other arguments of `keras.layers.Dropout` (`noise_shape`, `seed`).
+    It takes the arguments of `keras.layers.Dropout` (`rate`, the fraction of positions
+    zeroed in training; `noise_shape`; `seed`): it has no constructor of its own.
 
-    Example:
+    Examples:
         >>> layer = Dropout(0.5, seed=1)
         >>> outputs = layer(tf.ones([2, 1000]), training=True)
         >>> sorted(set(outputs.numpy().ravel().tolist()))  # dropped or scaled by 1 / 0.5

@@ -34,7 +34,7 @@ class PreprocessingLayer(keras.layers.Layer):
         """`inputs` as a string tensor, checked to be a scalar or a 1-D batch, what string
         layers take (else a `ValueError` naming the layer's class, `items` and the shape).
 
-        Example:
+        Examples:
             >>> from kerasnmt.layers import WhitespaceTokenizer
             >>> WhitespaceTokenizer().strings_tensor(["a b", "c"]).shape
             TensorShape([2])

@@ -153,7 +153,7 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         Returns:
             `{"keys": ..., "values": ...}`, each `[B, num_heads, S, key_dim]`.
 
-        Example:
+        Examples:
             >>> layer = RelativeMultiHeadAttention(num_heads=2, key_dim=3)
             >>> memory = layer.project_memory(tf.ones([2, 7, 6]))
             >>> memory["keys"].shape
@@ -245,7 +245,7 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         Returns:
             `(outputs, new_cache)`: outputs `[B, D]` (or `[B, 1, D]`, as the query).
 
-        Example:
+        Examples:
             >>> from kerasnmt.decoding import BeamSegmentCache
             >>> layer = RelativeMultiHeadAttention(num_heads=2, key_dim=3,
             ...                                    maximum_relative_position=4)
@@ -322,7 +322,7 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
             `(outputs, attention_scores)`: outputs `[B * K, D]` (or `[B * K, T, D]`, as the
             query) and the attention weights `[B * K, num_heads, T, S]`.
 
-        Example:
+        Examples:
             >>> layer = RelativeMultiHeadAttention(num_heads=2, key_dim=3)
             >>> memory = layer.project_memory(tf.ones([2, 7, 6]))
             >>> outputs, scores = layer.call_with_memory(tf.ones([4, 6]), memory)

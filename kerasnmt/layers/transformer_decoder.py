@@ -24,10 +24,9 @@ class TransformerDecoder(TransformerEncoder):
     per layer, the decoding code's: `kerasnmt.decoding.BeamSegmentCache.for_decoder`) and
     never recomputes earlier positions.
 
-    Args:
-        num_layers, num_units, num_heads, ffn_inner_dim, **kwargs: `TransformerEncoder`'s
-            arguments (`maximum_relative_position` is that of the self-attention; the
-            attention over the encoder has no position representations).
+    It takes `TransformerEncoder`'s arguments and has no constructor of its own
+    (`maximum_relative_position` is that of the self-attention; the attention over the
+    encoder has no position representations).
 
     Call arguments:
         inputs: `[B, T, D]` target input embeddings (`<s>` + tokens).

@@ -27,7 +27,7 @@ def keep_layer_arguments(layer, arguments):
         arguments: a mapping with the `LAYER_ARGUMENTS` among its keys: the `locals()` of an
             `__init__` that takes them.
 
-    Example:
+    Examples:
         >>> class Options:
         ...     def __init__(self, num_units, num_heads, ffn_inner_dim, dropout=0.1,
         ...                  attention_dropout=0.1, ffn_dropout=0.1, ffn_activation="relu",
@@ -46,7 +46,7 @@ def keep_layer_arguments(layer, arguments):
 def layer_arguments(layer):
     """The `LAYER_ARGUMENTS` that `layer` keeps (see `keep_layer_arguments`), by name.
 
-    Example:
+    Examples:
         >>> arguments = layer_arguments(TransformerEncoderLayer(8, 2, 16, pre_norm=False))
         >>> arguments["ffn_inner_dim"], arguments["pre_norm"]
         (16, False)
@@ -57,7 +57,7 @@ def layer_arguments(layer):
 def layer_config(layer):
     """`layer_arguments` as a Keras config holds them: the activation serialized.
 
-    Example:
+    Examples:
         >>> layer_config(TransformerEncoderLayer(8, 2, 16, ffn_activation="gelu"))["ffn_activation"]
         'gelu'
     """

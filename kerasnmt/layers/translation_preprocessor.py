@@ -162,7 +162,7 @@ class TranslationPreprocessor(PreprocessingLayer):
             target_vocabulary: the target tokens; default: the source ones.
             **kwargs: the other `TranslationPreprocessor` arguments.
 
-        Example:
+        Examples:
             >>> preprocessor = TranslationPreprocessor.whitespace(["<blank>", "<s>", "</s>", "a"])
             >>> preprocessor.source_vocabulary == preprocessor.target_vocabulary
             True

@@ -15,7 +15,7 @@ A preset has keras-hub's layout (`keras_hub.models.Task.save_to_preset`):
 `kerasnmt.export.save_preset` writes it; `TranslatorSeq2SeqLM.from_preset` checks it
 (`check_preset`) before keras-hub reads it.
 
-Example:
+Examples:
     >>> import os, tempfile
     >>> check_preset(tempfile.mkdtemp())
     Traceback (most recent call last):

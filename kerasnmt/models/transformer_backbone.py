@@ -84,7 +84,7 @@ class TransformerBackbone(keras.Model):
             projections the scale of one fused `[D, 3D]` kernel.
         **kwargs: passed to `keras.Model` (`name`, `dtype`).
 
-    Example:
+    Examples:
         >>> backbone = TransformerBackbone(6, 6, num_layers=1, num_units=8, num_heads=2,
         ...                                ffn_inner_dim=16, maximum_relative_position=4)
         >>> outputs = backbone({"source_ids": tf.constant([[3, 4], [4, 0]]),
@@ -295,7 +295,7 @@ ARCHITECTURE_ARGUMENTS = tuple(ARCHITECTURE_DEFAULTS)
 def architecture_config(backbone):
     """The `ARCHITECTURE_ARGUMENTS` of a backbone, as its config holds them.
 
-    Example:
+    Examples:
         >>> architecture_config(TransformerBackbone(5, 5, num_layers=1, num_units=4,
         ...     num_heads=1, ffn_inner_dim=4))["num_units"]
         4

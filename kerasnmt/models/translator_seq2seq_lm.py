@@ -69,7 +69,7 @@ class TranslatorSeq2SeqLM(keras_hub.models.Seq2SeqLM):
         **kwargs: passed to `keras_hub.models.Seq2SeqLM` (`name`, `dtype`; `compile`
             defaults to False).
 
-    Example:
+    Examples:
         >>> from kerasnmt.layers import TranslationPreprocessor
         >>> translator = Translator(
         ...     TranslationPreprocessor.whitespace(["<blank>", "<s>", "</s>", "a", "b"]),

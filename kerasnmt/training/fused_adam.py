@@ -18,7 +18,7 @@ class FusedAdam(keras.optimizers.Adam):
     variables are updated replica by replica. `kerasnmt train` uses it for
     `params.optimizer: Adam`, and `Translator.compile` by default.
 
-    Example:
+    Examples:
         >>> variable = keras.Variable([1.0, 2.0])
         >>> optimizer = FusedAdam(learning_rate=0.1)
         >>> _ = optimizer.apply_gradients([(tf.constant([0.5, -0.5]), variable)])

@@ -2,7 +2,7 @@
 OpenNMT-tf's Transformer optimizer, which `Translator.compile` builds and the
 configuration's `params` section describes.
 
-Example:
+Examples:
     >>> "AdamW" in optimizer_names()
     True
     >>> optimizer_class("Adam").__name__, optimizer_class("SGD").__name__

@@ -15,7 +15,7 @@ def accumulation_steps(config):
     the replicas of the current `tf.distribute` strategy (the formula `Translator.fit`
     uses, `kerasnmt.training.accumulation`).
 
-    Example:
+    Examples:
         >>> accumulation_steps({"train": {"effective_batch_size": 25000, "batch_size": 4096}})
         7
     """
@@ -32,7 +32,7 @@ def build_optimizer(config):
     `decay_step_duration`, `minimum_learning_rate`) and gradient accumulation for
     `train.effective_batch_size`.
 
-    Example:
+    Examples:
         >>> from kerasnmt.config import default_config
         >>> config = default_config()
         >>> config["params"].update(decay_type=None, learning_rate=0.003)

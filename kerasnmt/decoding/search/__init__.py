@@ -7,7 +7,7 @@ and the loops that run them.
 - `PlainLoop` (`plain_loop.py`), `CompactingLoop` (`compacting_loop.py`) and `SlotLoop`
   (`slot_loop.py`).
 
-Example:
+Examples:
     >>> rule = TopKSampling(beam_size=1, top_k=10, temperature=0.8, seed=3)
     >>> rule.candidates_per_row  # the best words of each row that are scored
     10

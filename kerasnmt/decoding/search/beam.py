@@ -1,6 +1,6 @@
 """Beam search's rule: each example keeps its `beam_size` best-scored candidates.
 
-Example:
+Examples:
     >>> import tensorflow as tf
     >>> BeamRanking(beam_size=2).choose(tf.constant([[-1.5, -0.2, -3.0, -0.7]])).numpy()
     array([[1, 3]], dtype=int32)

@@ -7,7 +7,7 @@ of `ceil(B / 8)` finishes the search. A done example stands still (`PlainLoop`'s
 `stand_still_when_done`), so each result is the one of its example decoded alone.
 Each example's tables are copied out, at its original place, when it leaves a loop.
 
-Example:
+Examples:
     >>> batch_sizes(32, 32)
     [32, 16, 4]
 """

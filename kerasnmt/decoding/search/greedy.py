@@ -1,6 +1,6 @@
 """Greedy search's rule: each example keeps one hypothesis, extended by its best word.
 
-Example:
+Examples:
     >>> import tensorflow as tf
     >>> Greedy().choose(tf.constant([[-1.2, -0.4, -2.3]])).numpy()
     array([[1]], dtype=int32)

@@ -2,7 +2,7 @@
 
 Row `b * beam_size + k` holds hypothesis `k` of example `b`.
 
-Example:
+Examples:
     >>> import tensorflow as tf
     >>> example_rows(tf.constant([2, 0]), beam_size=3).numpy().tolist()
     [6, 7, 8, 0, 1, 2]

@@ -4,7 +4,7 @@ As in OpenNMT-tf's `dynamic_decode`, each step (`rule.advance`) records its toke
 parent slots (and attention) in tables `[T, rows]`, from which the paths are rebuilt
 once, at the end.
 
-Example:
+Examples:
     >>> import tensorflow as tf
     >>> from kerasnmt.decoding.search import Greedy
     >>> def step_fn(ids, step, state):  # prefers word 2 twice, then </s> (0)

@@ -8,7 +8,7 @@ candidates of every row (`kerasnmt.decoding.search.scoring`), lets the subclass 
 Subclasses: `BeamRanking` (keeps the best), `Greedy` (one hypothesis) and `TopKSampling`
 (draws).
 
-Example:
+Examples:
     >>> import tensorflow as tf
     >>> from kerasnmt.decoding.search import BeamRanking
     >>> rule = BeamRanking(beam_size=2)

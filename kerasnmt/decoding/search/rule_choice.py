@@ -28,7 +28,7 @@ def choose_rule(beam_size, top_k=1, temperature=1.0, seed=None, finished_hypothe
     Returns:
         A `kerasnmt.decoding.search.SearchRule`.
 
-    Example:
+    Examples:
         >>> type(choose_rule(beam_size=1, n_best=1)).__name__
         'Greedy'
         >>> rule = choose_rule(beam_size=4, top_k=10, temperature=0.5, seed=7)

@@ -16,7 +16,7 @@ of its rows: only those are scored (`row_candidates`), and the vocabulary is rea
 times per row (maxima, then the sum of exponentials), instead of materializing
 `[rows, V]` scores and ranking `beam_size * V` of them.
 
-Example:
+Examples:
     >>> import tensorflow as tf
     >>> # length 6 + the new token, and a finished hypothesis of length 7 (frozen):
     >>> # ((5 + 7) / 6) ** 1.0 = 2.0 for both.

@@ -11,7 +11,7 @@ In the loop's tables an example has `2 * beam_size` slots: its hypotheses, then 
 set-aside ones (each step's token `</s>` and parent its own slot, or the new hypothesis
 set aside at that step and its parent in the beam), so that `gather_tree` rebuilds both.
 
-Example:
+Examples:
     >>> import tensorflow as tf
     >>> rule = SetAsideRanking(beam_size=2, max_length=5)
     >>> hypotheses = rule.first_hypotheses(tf.constant([1, 1]), num_examples=1)

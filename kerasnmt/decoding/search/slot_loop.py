@@ -6,7 +6,7 @@ example (its hypotheses, step and `initial_state` rows reset). Once no example w
 at most `ceil(num_slots / 4)` slots are busy, a second loop goes on with that many slots.
 The search ends when every example is done.
 
-Example:
+Examples:
     >>> import tensorflow as tf
     >>> from kerasnmt.decoding.search import Greedy
     >>> def step_fn(ids, step, state, examples):  # example e: word 2 e + 1 times, then </s>

@@ -1,6 +1,6 @@
 """Calling the user's `step_fn` and checking what it returns; tiling its first state.
 
-Example:
+Examples:
     >>> import tensorflow as tf
     >>> tile_state(tf.constant([[1], [2]]), batch_size=2, beam_size=2).numpy().tolist()
     [[1], [1], [2], [2]]

@@ -1,6 +1,6 @@
 """Sampling's rule: each example draws its `beam_size` candidates among its `top_k` best.
 
-Example:
+Examples:
     >>> import tensorflow as tf
     >>> rule = TopKSampling(beam_size=1, top_k=2, seed=3)
     >>> scores = tf.constant([[-9.0, -0.1, -0.2, -9.0]])  # draws word 1 or 2

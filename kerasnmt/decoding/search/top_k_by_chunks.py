@@ -1,6 +1,6 @@
 """`tf.math.top_k` over a large last dimension, reading each row once by chunks.
 
-Example:
+Examples:
     >>> import tensorflow as tf
     >>> values = tf.range(64.0)[tf.newaxis] % 10  # 9 at 9, 19, ..., 59: ties
     >>> top_values, indices = top_k_by_chunks(values, 2)
