@@ -29,7 +29,7 @@ from tests.models.translator_fixtures import fit_until_reproduced
 from tests.saved_model_process import run_without_keras
 
 # Long tests (training, exports, decoding): run first (tests/conftest.py).
-pytestmark = pytest.mark.heavy(45)
+pytestmark = pytest.mark.heavy(34)
 
 # The SentencePiece sample: lowercase ASCII and spaces only.
 VOCABULARY_TEXT = "the cat sat on the mat\na dog ran in the park\n" * 20

@@ -11,7 +11,7 @@ import pytest
 import kerasnmt
 
 # Long tests (tests/conftest.py runs them first).
-pytestmark = pytest.mark.heavy(31)
+pytestmark = pytest.mark.heavy(35)
 
 # Modules that need an optional extra, and the module that extra installs.
 OPTIONAL_DEPENDENCIES = {"kerasnmt.data.beam_shards": "apache_beam"}

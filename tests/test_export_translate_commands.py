@@ -30,7 +30,7 @@ from tests.models.translator_fixtures import forbid_outside, tiny_translator
 from tests.run_fixtures import tiny_run, write_config, write_corpus
 
 # Long tests (training, exports, decoding): run first (tests/conftest.py).
-pytestmark = pytest.mark.heavy(135)
+pytestmark = pytest.mark.heavy(93)
 
 
 @pytest.fixture(scope="module")

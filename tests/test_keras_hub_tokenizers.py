@@ -20,7 +20,7 @@ from tests.models.translator_fixtures import corpus
 from tests.saved_model_process import run_without_keras
 
 # Long tests (training, exports, decoding): run first (tests/conftest.py).
-pytestmark = pytest.mark.heavy(21)
+pytestmark = pytest.mark.heavy(18)
 
 SOURCES, TARGETS = corpus(size=40, seed=1)
 

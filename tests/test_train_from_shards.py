@@ -16,7 +16,7 @@ from tests.run_fixtures import checkpoint_weights, tiny_run, write_config, write
 
 # Long tests (training): run first (tests/conftest.py), in a file of their own so that
 # `pytest -n 2 --dist loadfile` can run it beside tests/test_training_run.py.
-pytestmark = pytest.mark.heavy(19)
+pytestmark = pytest.mark.heavy(12)
 
 
 @pytest.fixture

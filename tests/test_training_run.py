@@ -32,7 +32,7 @@ from kerasnmt.runner.training_summaries import TrainingSummaries
 from tests.run_fixtures import checkpoint_weights, tiny_run, write_config, write_corpus
 
 # Long tests (training, exports, decoding): run first (tests/conftest.py).
-pytestmark = pytest.mark.heavy(96)
+pytestmark = pytest.mark.heavy(97)
 
 
 @pytest.fixture

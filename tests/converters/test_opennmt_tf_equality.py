@@ -22,6 +22,8 @@ from tests.converters.opennmt_tf_fixtures import (
     token_log_probabilities,
 )
 
+pytestmark = pytest.mark.heavy(13)
+
 MODELS = ("relative", "absolute")
 
 

@@ -16,6 +16,8 @@ from kerasnmt.runner.run_model import build_translator
 from kerasnmt.training.run_optimizer import build_optimizer
 from tests.converters.opennmt_tf_fixtures import FIXTURE, VALUE, convert, heldout
 
+pytestmark = pytest.mark.heavy(39)
+
 # The relative-position model: LazyAdam, NoamDecay, SentencePiece, one shared vocabulary.
 MODEL = "relative"
 STEP = 1200

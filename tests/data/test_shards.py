@@ -25,7 +25,7 @@ from kerasnmt.data.vocabulary_builder import build_vocabulary
 from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
 
 # Long tests (tests/conftest.py runs them first).
-pytestmark = pytest.mark.heavy(15)
+pytestmark = pytest.mark.heavy(26)
 
 MULTI30K = "/work/shared/data/multi30k"
 NUM_LINES = 240

@@ -15,7 +15,7 @@ from kerasnmt.data.training_pipeline import (
 from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
 
 # Long tests (tests/conftest.py runs them first).
-pytestmark = pytest.mark.heavy(42)
+pytestmark = pytest.mark.heavy(28)
 
 SOURCE_VOCABULARY = ["<blank>", "<s>", "</s>", "a", "b", "c", "d"]
 TARGET_VOCABULARY = ["<blank>", "<s>", "</s>", "x", "y", "z"]

@@ -23,7 +23,7 @@ from kerasnmt.decoding.search.top_k_by_chunks import top_k_by_chunks
 from kerasnmt.decoding.gather_tree import gather_tree
 
 # Long tests (tests/conftest.py runs them first).
-pytestmark = pytest.mark.heavy(63)
+pytestmark = pytest.mark.heavy(46)
 
 END = 2
 

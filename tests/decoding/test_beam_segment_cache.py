@@ -9,7 +9,7 @@ from kerasnmt.decoding.beam_segment_cache import BeamSegmentCache
 from kerasnmt.layers import RelativeMultiHeadAttention, TransformerDecoder
 
 # Long tests (tests/conftest.py runs them first).
-pytestmark = pytest.mark.heavy(12)
+pytestmark = pytest.mark.heavy(14)
 
 
 def _grow_hypotheses_from_random_parents(layer, step_fn, cache, inputs, hypotheses, rng,

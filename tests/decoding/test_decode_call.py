@@ -13,7 +13,7 @@ from kerasnmt.decoding import BeamSampler
 from tests.models.translator_fixtures import forbid_outside, tiny_translator
 
 # Long tests (tests/conftest.py runs them first).
-pytestmark = pytest.mark.heavy(27)
+pytestmark = pytest.mark.heavy(28)
 
 IDS = tf.constant([[3, 4, 5, 6], [7, 3, 0, 0]])
 LENGTH = tf.constant([4, 2])

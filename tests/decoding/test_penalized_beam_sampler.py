@@ -12,6 +12,8 @@ import tensorflow as tf
 from kerasnmt.decoding.search import TopKSampling
 from kerasnmt.decoding import PenalizedBeamSampler
 
+pytestmark = pytest.mark.heavy(11)
+
 VOCAB_SIZE = 5
 PAD, START, END = 0, 1, 2
 ENCODER_TOKENS = [[3, 4, 2, 0], [4, 4, 3, 2], [3, 3, 3, 2]]

@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 # Long tests (training, exports, decoding): run first (tests/conftest.py).
-pytestmark = pytest.mark.heavy(24)
+pytestmark = pytest.mark.heavy(47)
 
 REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
 

@@ -38,7 +38,7 @@ from kerasnmt.models import Translator
 from tests.models.translator_fixtures import SPECIALS, corpus, tiny_translator
 
 # Long tests (training, exports, decoding): run first (tests/conftest.py).
-pytestmark = pytest.mark.heavy(151)
+pytestmark = pytest.mark.heavy(91)
 
 REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
 QUICKSTART_DATA = REPOSITORY / "examples" / "quickstart" / "data"

@@ -22,6 +22,8 @@ from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
 from kerasnmt.models import Translator, TranslatorSeq2SeqLM
 from kerasnmt.models.preset_layout import PRESET_FILES
 
+pytestmark = pytest.mark.heavy(19)
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RUN = ROOT / "tests" / "fixtures" / "written_by_0_1_0" / "run"
 VOCABULARY = ["<blank>", "<s>", "</s>", "a", "b", "c"]

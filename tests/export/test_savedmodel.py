@@ -45,7 +45,7 @@ from tests.models.translator_fixtures import tiny_translator
 from tests.saved_model_process import run_all_without_keras
 
 # Long tests (training, exports, decoding): run first (tests/conftest.py).
-pytestmark = pytest.mark.heavy(186)
+pytestmark = pytest.mark.heavy(143)
 
 REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
 QUICKSTART_DATA = REPOSITORY / "examples" / "quickstart" / "data"

@@ -9,7 +9,7 @@ from kerasnmt.layers import RelativeMultiHeadAttention
 from tests.layer_test_helper import run_layer_test
 
 # Long tests (tests/conftest.py runs them first).
-pytestmark = pytest.mark.heavy(21)
+pytestmark = pytest.mark.heavy(11)
 
 
 def _dense(layer, x):

@@ -16,7 +16,7 @@ from kerasnmt.training import CheckpointCallback, NoamDecay, NonFiniteLossError,
 from tests.models.translator_fixtures import corpus, tiny_translator
 
 # Long tests (training, exports, decoding): run first (tests/conftest.py).
-pytestmark = pytest.mark.heavy(53)
+pytestmark = pytest.mark.heavy(38)
 
 
 def _model_batch(translator, sources, targets, alignments=None):

@@ -11,7 +11,7 @@ from kerasnmt.decoding.widths import width_of
 from tests.models.translator_fixtures import corpus, forbid_outside, tiny_translator
 
 # Long tests (training, exports, decoding): run first (tests/conftest.py).
-pytestmark = pytest.mark.heavy(52)
+pytestmark = pytest.mark.heavy(27)
 
 
 @pytest.mark.parametrize("maximum_relative_position", [4, None])

@@ -16,7 +16,7 @@ from tests.models.training_run import compile_for_checkpoint_test, full_state
 from tests.models.translator_fixtures import corpus, tiny_translator
 
 # Long tests (training, exports, decoding): run first (tests/conftest.py).
-pytestmark = pytest.mark.heavy(22)
+pytestmark = pytest.mark.heavy(15)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -18,7 +18,7 @@ from tests.models.translator_fixtures import (
 )
 
 # Long tests (training, exports, decoding): run first (tests/conftest.py).
-pytestmark = pytest.mark.heavy(102)
+pytestmark = pytest.mark.heavy(71)
 
 SOURCE_IDS = np.array([[3, 4, 5, 6, 7], [8, 9, 0, 0, 0], [10, 3, 9, 0, 0]], np.int32)
 SOURCE_LENGTH = np.array([5, 2, 3], np.int32)

@@ -15,7 +15,7 @@ from kerasnmt.runner.training_run import TRAINING_KEYS, _read_history, evaluate_
 from tests.run_fixtures import tiny_run, write_config, write_corpus
 
 # Long tests (training runs): run first (tests/conftest.py).
-pytestmark = pytest.mark.heavy(21)
+pytestmark = pytest.mark.heavy(17)
 
 
 def expected_averages(weights_by_update, decay, first_update):

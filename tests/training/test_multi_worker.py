@@ -16,7 +16,7 @@ import tensorflow as tf
 from kerasnmt.training.readable_checkpoint import checkpoint_damage
 from tests.run_fixtures import tiny_run, write_config, write_corpus
 
-pytestmark = pytest.mark.heavy(44)
+pytestmark = pytest.mark.heavy(35)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TIMEOUT = 300  # seconds a process may take (a few steps; most of it is starting TensorFlow)
