@@ -361,14 +361,12 @@ class BeamSampler(keras.layers.Layer):
 
 
 # The arguments of `BeamSampler` but Keras' own, each kept as an attribute of its name.
-SAMPLER_ARGUMENTS = tuple(
-    name for name in inspect.signature(BeamSampler).parameters if name != "kwargs")
+_SAMPLER_PARAMETERS = inspect.signature(BeamSampler).parameters
+SAMPLER_ARGUMENTS = tuple(name for name in _SAMPLER_PARAMETERS if name != "kwargs")
 # Their defaults (the configuration's `params` section takes them as its own), all but
 # `seed`'s.
 SAMPLER_DEFAULTS = {
-    name: parameter.default
-    for name, parameter in inspect.signature(BeamSampler).parameters.items()
-    if name not in ("seed", "kwargs")
+    name: _SAMPLER_PARAMETERS[name].default for name in SAMPLER_ARGUMENTS if name != "seed"
 }
 
 
