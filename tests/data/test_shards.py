@@ -3,6 +3,7 @@
 import hashlib
 import itertools
 import os
+import pathlib
 import signal
 import subprocess
 import sys
@@ -27,13 +28,14 @@ from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
 # Long tests (tests/conftest.py runs them first).
 pytestmark = pytest.mark.heavy(26)
 
-MULTI30K = "/work/shared/data/multi30k"
+# The Multi30k sample bundled with the quickstart.
+MULTI30K = pathlib.Path(__file__).resolve().parents[2] / "examples" / "quickstart" / "data"
 NUM_LINES = 240
 
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    """The first 240 pairs of Multi30k train, plus a diagonal Pharaoh alignment file."""
+    """The first 240 pairs of the Multi30k train sample, plus a diagonal Pharaoh alignment file."""
     directory = tmp_path_factory.mktemp("multi30k")
     paths = {}
     lines = {}
