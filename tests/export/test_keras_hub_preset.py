@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import kerasnmt
 from kerasnmt import cli
 from kerasnmt.decoding import BeamSampler
 from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer
@@ -191,11 +192,11 @@ def edit_json(path, edit):
 @pytest.mark.parametrize("name, edit, message", [
     ("metadata.json", lambda metadata: metadata.update(kerasnmt_preset_format=2,
                                                        kerasnmt_version="0.9.0"),
-     "metadata.json: written by kerasnmt 0.9.0 (preset format 2); kerasnmt 0.1.0 reads "
-     "preset format 1"),
+     "metadata.json: written by kerasnmt 0.9.0 (preset format 2); "
+     f"kerasnmt {kerasnmt.__version__} reads preset format 1"),
     ("metadata.json", lambda metadata: metadata.pop("kerasnmt_preset_format"),
-     "metadata.json: written by not kerasnmt (no kerasnmt_preset_format); kerasnmt 0.1.0 "
-     "reads preset format 1"),
+     "metadata.json: written by not kerasnmt (no kerasnmt_preset_format); "
+     f"kerasnmt {kerasnmt.__version__} reads preset format 1"),
     ("task.json", lambda task: task.update(registered_name="keras_hub>BartSeq2SeqLM"),
      "task.json: holds keras_hub>BartSeq2SeqLM, expected kerasnmt>TranslatorSeq2SeqLM"),
     ("config.json", lambda config: config.update(registered_name="keras_hub>BartBackbone"),
