@@ -84,7 +84,8 @@ import sys
 import time
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_DATA = os.path.join(BENCH, "..", "..", "shared", "data", "multi30k")
+# The Multi30k files, where scripts/download_multi30k.sh writes them.
+DEFAULT_DATA = os.path.join(BENCH, "..", "data", "multi30k")
 RUNTIMES = ("translate", "savedmodel", "ctranslate2")
 COMPUTE_TYPES = ("float32", "int8")
 SAVEDMODEL_ORDERS = ("file", "sorted")

@@ -36,6 +36,11 @@ from kerasnmt.data.vocabulary_builder import build_vocabulary  # noqa: E402
 from kerasnmt.layers import TranslationPreprocessor, WhitespaceTokenizer  # noqa: E402
 
 
+REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Where scripts/download_multi30k.sh writes the Multi30k files.
+DEFAULT_CORPUS = os.path.join(REPOSITORY, "data", "multi30k")
+
+
 def _peak_memory_mib():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -135,7 +140,9 @@ def measure(args):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus-dir", default="/work/shared/data/multi30k")
+    parser.add_argument("--corpus-dir", default=DEFAULT_CORPUS,
+                        help="the Multi30k files (default: data/multi30k, from "
+                        "scripts/download_multi30k.sh)")
     parser.add_argument("--work-dir", default="/tmp/kerasnmt-bench-data")
     parser.add_argument("--scales", type=int, nargs="+", default=[1, 10])
     parser.add_argument("--batch-size", type=int, default=4096, help="tokens per batch")

@@ -80,7 +80,6 @@ from kerasnmt.runner.run_model import (  # noqa: E402
 from kerasnmt.training.run_optimizer import accumulation_steps  # noqa: E402
 from kerasnmt.runner.training_run import TRAINING_KEYS, train  # noqa: E402
 
-SHARED_DATA = os.path.join(REPOSITORY, "..", "shared", "data", "multi30k")
 # Each recipe's configuration and the SentencePiece model it is trained with.
 RECIPES = {
     "reference": (os.path.join(REPOSITORY, "examples", "multi30k", "run.yml"),
@@ -97,9 +96,9 @@ def parse_arguments():
     parser.add_argument("--config", help="a configuration to train instead of the recipe's "
                         "(with the recipe's vocabulary)")
     parser.add_argument("--data-dir",
-                        default=SHARED_DATA if os.path.isdir(SHARED_DATA) else DOWNLOADED_DATA,
-                        help="the Multi30k files (default: ../shared/data/multi30k, else "
-                        "data/multi30k from scripts/download_multi30k.sh)")
+                        default=DOWNLOADED_DATA,
+                        help="the Multi30k files (default: data/multi30k, from "
+                        "scripts/download_multi30k.sh)")
     parser.add_argument("--workdir", help="default: runs/bench/multi30k_RECIPE (the model "
                         "directory in it is replaced)")
     parser.add_argument("--saved-models",

@@ -6,8 +6,8 @@ OpenNMT-tf logs, every `save_summary_steps`, a line such as
     4422 (2200 source, 2222 target) ; Learning rate = 0.000123 ; Loss = 7.123
 
 Each line covers the steps since the previous one at its `steps/s`; the mean tokens/s is
-weighted by those durations (the method of `shared/peers/train_stats.py`). The windows that
-end at or before `skip_steps` are left out, as kerasnmt's benchmark leaves out its warm-up.
+weighted by those durations. The windows that end at or before `skip_steps` are left out,
+as kerasnmt's benchmark leaves out its warm-up.
 """
 
 import re

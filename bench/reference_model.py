@@ -14,9 +14,9 @@ from kerasnmt.data.vocabulary import load_vocabulary
 from kerasnmt.layers import SentencePieceTokenizer, TranslationPreprocessor
 from kerasnmt.models import Translator
 
-DEFAULT_DATA = os.path.join(
-    os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data", "multi30k"
-)
+# The Multi30k files, where scripts/download_multi30k.sh writes them.
+DEFAULT_DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data",
+                            "multi30k")
 
 
 def add_model_arguments(parser):

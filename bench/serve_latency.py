@@ -42,8 +42,9 @@ import time
 from sacrebleu.metrics import BLEU
 
 BLOCKED = ("keras", "kerasnmt", "tf_keras", "tensorflow_text")
-MULTI30K = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared",
-                        "data", "multi30k")
+# The Multi30k files, where scripts/download_multi30k.sh writes them.
+MULTI30K = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data",
+                        "multi30k")
 DEFAULT_SENTENCES = os.path.join(MULTI30K, "test_2016_flickr.en")
 DEFAULT_REFERENCES = os.path.join(MULTI30K, "test_2016_flickr.de")
 

@@ -23,13 +23,13 @@ sentence: per encoder layer and source token `8 D^2 + 4 D F` (projections, FFN) 
 With `--shards`, the batches come from shards written once (`kerasnmt prepare`'s
 `write_shards`, into the work directory) and planned from their stored lengths, with no
 SentencePiece in the loop. With `--peer-log LOG`, the log of an OpenNMT-tf run of the same
-model made in the same session (`shared/peers/README.md`, "Training speed"), it also
+model made in the same session (docs/benchmarks.md, "How to reproduce"), it also
 prints OpenNMT-tf's source+target tokens/s (time-weighted, the windows up to
 `--peer-skip-steps` left out) and the ratio kerasnmt / OpenNMT-tf.
 
 Not a test; run it by hand on a quiet machine:
 
-    python bench/train_speed.py --peer-log $HOME/peers/work/speed.log   # float32, no XLA
+    python bench/train_speed.py --peer-log speed.log   # float32, no XLA
     python bench/train_speed.py --shards --mixed-precision bfloat16 --peer-log ...
     python bench/train_speed.py --jit-compile --length-bucket-width 5 --pad-to-bucket-boundary
     python bench/train_speed.py --mixed-precision bfloat16
