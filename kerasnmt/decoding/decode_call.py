@@ -7,7 +7,8 @@ each weight matrix for their kernels once, at compilation, instead of laying it 
 at every decoding step (or, in the small batches' loops, multiplying it with a slower
 kernel that reads it as it is), and the output layer's transposed, padded kernel is
 folded at compilation instead of built per request: the SavedModel of the 2.3M-parameter
-Multi30k model decodes 5-7% faster (docs/benchmarks.md, "Weights compiled in"). The graph
+Multi30k model decodes 5-7% faster (both exports loaded in one process, passes interleaved,
+2026-11-28). The graph
 stores the weights once, in one function every decode calls; each compiled program holds
 its own copy (that model's server takes 0.8 GiB more memory), hence the bound: larger
 models keep their weights as variables. So does `Translator.translate`, whose functions

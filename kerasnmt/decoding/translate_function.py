@@ -242,8 +242,9 @@ class TranslateFunction:
     def _decode_widest(self, ids, length, width):
         """Decodes `[chunk, width]` ids over the whole vocabulary, padded to the widest
         width: the chunks of every width whose shortlist overflows share this one decode
-        (a whole-vocabulary decode traced per width made the shortlist SavedModel's graph
-        twice as large: docs/benchmarks.md, "One whole-vocabulary decode"). The limit is
+        (a whole-vocabulary decode traced per width made the shortlist SavedModel of the
+        2.3M-parameter Multi30k model 81 MB instead of 53, its export 258 s instead of 140
+        and its server's memory after loading 8.8 GiB instead of 6.7). The limit is
         per sentence, so the padding changes no translation; the outputs are cut back to
         this width's steps and source positions."""
         widest = self.width_buckets[-1]

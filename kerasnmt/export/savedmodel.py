@@ -101,7 +101,8 @@ def quantize_dense_layers(translator, mode="int8"):
     `translator.quantize("int8")` quantizes the `Embedding` layers as well: on the
     25-minute Multi30k model (shared embeddings, so the embedding matrix is also the
     output projection) that cost 7.9 BLEU, where the `Dense` layers alone changed BLEU
-    by at most 0.1 and decoded about 5% faster (docs/benchmarks.md, "Keras int8").
+    by at most 0.1 and decoded about 5% faster (2-9%: `bench/decode_speed.py --quantize`, 2
+    cores with AVX-512, 2026-11-26; no faster on a CPU without AVX-512, 2026-11-28).
     """
     translator.quantize(mode, filters=lambda layer: isinstance(layer, keras.layers.Dense))
 
