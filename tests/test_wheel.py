@@ -22,7 +22,7 @@ from kerasnmt.decoding import BeamSampler
 from tests.models.translator_fixtures import SPECIALS, TARGET_WORDS, forbid_outside, tiny_translator
 
 # Long tests (tests/conftest.py runs them first).
-pytestmark = pytest.mark.heavy(30)
+pytestmark = pytest.mark.heavy(34)
 
 REPOSITORY = pathlib.Path(__file__).resolve().parents[1]
 # What `python -m build` reads: the package and the files pyproject.toml names.
