@@ -96,6 +96,25 @@ def imported_blocked():
                    if module is not None and name.split(".")[0] in BLOCKED})
 
 
+def warmup_file(saved_model):
+    """The path of a SavedModel's warm-up file; exits naming it when there is none."""
+    path = os.path.join(saved_model, "assets.extra", "tf_serving_warmup_requests")
+    if not os.path.isfile(path):
+        sys.exit(f"{path}: no warm-up file (exported with --no-warmup?)")
+    return path
+
+
+def warmup_file_requests(tf, path):
+    """`(signature name, inputs)` of each record of the warm-up file at `path`, read as TF
+    Serving reads it: `PredictionLog` records, sent through their signatures."""
+    from tensorflow_serving.apis import prediction_log_pb2
+
+    for record in tf.data.TFRecordDataset(path):
+        request = prediction_log_pb2.PredictionLog.FromString(record.numpy()).predict_log.request
+        yield request.model_spec.signature_name, {
+            name: tf.make_ndarray(tensor) for name, tensor in request.inputs.items()}
+
+
 def translate_batches(tf, translate, batches, clients):
     """One pass over `batches` (lists of sentences) through `serving_default` (`translate`),
     sent by `clients` (a `ThreadPoolExecutor`: its size is the requests in flight at once):
@@ -117,19 +136,11 @@ def percentile(values, fraction):
 def first_requests(tf, model, args, sentences):
     """Prints the latency of the first single-sentence request and the first batch request of
     a fresh load, after running the warm-up file when `args.first_request` is `warm`."""
-    from tensorflow_serving.apis import prediction_log_pb2
-
     if args.first_request == "warm":
-        path = os.path.join(args.saved_model, "assets.extra", "tf_serving_warmup_requests")
-        if not os.path.isfile(path):
-            sys.exit(f"{path}: no warm-up file (exported with --no-warmup?)")
         start, records = time.perf_counter(), 0
-        for record in tf.data.TFRecordDataset(path):
-            request = prediction_log_pb2.PredictionLog.FromString(
-                record.numpy()).predict_log.request
-            model.signatures[request.model_spec.signature_name](**{
-                name: tf.constant(tf.make_ndarray(tensor))
-                for name, tensor in request.inputs.items()})
+        for signature, inputs in warmup_file_requests(tf, warmup_file(args.saved_model)):
+            model.signatures[signature](**{name: tf.constant(value)
+                                           for name, value in inputs.items()})
             records += 1
         print(f"warm-up file: {records} requests in {time.perf_counter() - start:.1f} s")
     translate = model.signatures["serving_default"]

@@ -13,7 +13,7 @@ script reads back after each request. A line a request:
 
 - its signature, batch size and the word count of its longest sentence;
 - its seconds, the programs it compiled and their compile seconds (the rest of its time
-  is tracing the signature's functions for that shape, and running them);
+  is running it: the SavedModel's functions were traced at export);
 - the resident memory after it (VmRSS) and what it added.
 
 Then the totals: programs, compile seconds against the whole warm-up, and the peak
@@ -22,6 +22,7 @@ resident memory (VmHWM). The process's first compilation also pays XLA's own sta
 """
 
 import argparse
+import itertools
 import os
 import re
 import sys
@@ -32,9 +33,12 @@ import time
 os.environ["TF_CPP_VMODULE"] = "device_compilation_profiler=1"
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "0"
 
-from serve_latency import import_tensorflow_alone  # noqa: E402
+from serve_latency import (  # noqa: E402
+    import_tensorflow_alone,
+    warmup_file,
+    warmup_file_requests,
+)
 
-WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 # device_compilation_profiler.cc's line for each compilation.
 COMPILED = re.compile(r"Compiled (\S+) (\d+) times, compile time: (\d+) us")
 
@@ -79,20 +83,6 @@ def compilations(lines):
     return [int(match.group(3)) / 1e6 for match in map(COMPILED.search, lines) if match]
 
 
-def warmup_requests(tf, path, limit):
-    """`(signature name, inputs)` of the first `limit` records of the warm-up file."""
-    from tensorflow_serving.apis import prediction_log_pb2
-
-    requests = []
-    for record in tf.data.TFRecordDataset(path):
-        request = prediction_log_pb2.PredictionLog.FromString(record.numpy()).predict_log.request
-        inputs = {name: tf.make_ndarray(tensor) for name, tensor in request.inputs.items()}
-        requests.append((request.model_spec.signature_name, inputs))
-        if limit and len(requests) == limit:
-            break
-    return requests
-
-
 def describe(inputs):
     """Batch size and the word count of the longest sentence of a request's `source`."""
     source = [text.decode("utf-8") for text in inputs["source"].reshape(-1)]
@@ -105,9 +95,7 @@ def main():
     parser.add_argument("--requests", type=int, default=0,
                         help="send only the first N requests of the warm-up file (0: all)")
     args = parser.parse_args()
-    path = os.path.join(args.saved_model, WARMUP_FILE)
-    if not os.path.isfile(path):
-        sys.exit(f"{path}: no warm-up file (exported with --no-warmup?)")
+    path = warmup_file(args.saved_model)
 
     rows = []
     with StderrLog() as log:
@@ -118,15 +106,16 @@ def main():
         load_seconds = time.perf_counter() - begin
         load_compiles = compilations(log.new_lines())
         loaded_mib = memory_mib("VmRSS")
-        requests = warmup_requests(tf, path, args.requests)
+        requests = itertools.islice(warmup_file_requests(tf, path), args.requests or None)
         for signature, inputs in requests:
             before_mib = memory_mib("VmRSS")
             begin = time.perf_counter()
             model.signatures[signature](**{name: tf.constant(value)
                                            for name, value in inputs.items()})
             seconds = time.perf_counter() - begin
+            after_mib = memory_mib("VmRSS")
             rows.append((signature, *describe(inputs), seconds, compilations(log.new_lines()),
-                         memory_mib("VmRSS"), memory_mib("VmRSS") - before_mib))
+                         after_mib, after_mib - before_mib))
 
     print(f"SavedModel {args.saved_model}: TensorFlow {tf.__version__}, {os.cpu_count()} CPUs")
     print(f"load: {load_seconds:.1f} s, {len(load_compiles)} programs compiled, resident "
@@ -140,7 +129,7 @@ def main():
     compiles = [seconds for row in rows for seconds in row[4]]
     print(f"warm-up: {len(rows)} requests in {total_seconds:.1f} s; {len(compiles)} programs "
           f"compiled in {sum(compiles):.1f} s ({sum(compiles) / max(total_seconds, 1e-9):.0%}"
-          f" of it); the rest is tracing and decoding")
+          f" of it); the rest is running the requests")
     print(f"resident memory: {memory_mib('VmRSS'):.0f} MiB now, peak {memory_mib('VmHWM'):.0f}"
           f" MiB")
 
