@@ -29,6 +29,8 @@ import re
 import sys
 import tempfile
 
+from kerasnmt import xla_compilation_cache
+
 DEFAULT_LEVEL = "1"
 # absl's own prefix: severity letter, then date, time, thread, file:line].
 _LOG_LINE = re.compile(r"^([IWEF])\d{4} \d\d:\d\d:[\d.]+ +\d+ [^ ]+:\d+\] ")
@@ -68,6 +70,8 @@ def start_tensorflow():
     if "tensorflow" in sys.modules:
         return sys.modules["tensorflow"]
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", DEFAULT_LEVEL)
+    # TensorFlow reads `TF_XLA_FLAGS` when it starts.
+    xla_compilation_cache.use_cache()
     sys.stderr.flush()
     saved_stderr = os.dup(2)
     with tempfile.TemporaryFile(mode="w+b") as captured:

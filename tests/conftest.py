@@ -2,6 +2,8 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+# The tests that use an XLA compilation cache name their own (kerasnmt.xla_compilation_cache).
+os.environ.pop("KERASNMT_XLA_CACHE", None)
 # The tests compile hundreds of tiny XLA programs; LLVM's optimization of each is much of
 # their time and nothing the tests check (benchmarks run with XLA's defaults): the suite
 # takes an eighth less time (pytest 686 s against 784 s on 2 cores, 2026-11-29). Set
