@@ -245,6 +245,34 @@ def test_translate_traces_the_decode_of_each_width_once_across_requests(trained)
     assert decode.experimental_get_tracing_count() == 3
 
 
+def test_a_length_limit_fixed_as_opennmt_tf_s_traces_one_decode_for_every_width(trained):
+    """With `length_ratio` 0 and an offset beyond `max_length` (a converted OpenNMT-tf
+    model), every width decodes `max_length` steps: one trace serves all widths, and the
+    translations are those of a limit that gives each width its own trace (the same
+    `max_length` steps, reached by the ratio)."""
+    translator, sources, _ = trained
+    sampler = BeamSampler(beam_size=2, length_penalty=0.6, max_length=12)
+    requests = [sources[:3], ["a b c d e f g h " * 2 + "a"]]  # widths 8; 8, 16 and 32
+    traced_before = set(getattr(translator, "_translate_functions", {}))
+    fixed = [translator.translate(request, sampler=sampler, jit_compile=False,
+                                  length_ratio=0.0, length_offset=20)
+             for request in requests]
+    decode, = [function for key, function in translator._translate_functions.items()
+               if key[0] == "decode" and key not in traced_before]
+    assert decode.experimental_get_tracing_count() == 1
+    # Ratio 2, offset 8: a width of 1 decodes 11 steps, so each width has its own trace,
+    # and every sentence here (2 tokens or more) has the same limit, 12 tokens.
+    assert min(len(source.split()) for source in sources[:3]) >= 2
+    traced_before = set(translator._translate_functions)
+    per_width = [translator.translate(request, sampler=sampler, jit_compile=False,
+                                      length_ratio=2.0, length_offset=8)
+                 for request in requests]
+    decode, = [function for key, function in translator._translate_functions.items()
+               if key[0] == "decode" and key not in traced_before]
+    assert decode.experimental_get_tracing_count() == 3
+    assert fixed == per_width
+
+
 def test_translate_details_are_the_n_best_list(trained):
     translator, sources, targets = trained
     sampler = BeamSampler(beam_size=3, n_best=3, length_penalty=0.6, freeze_finished_scores=True)
