@@ -253,24 +253,23 @@ def test_a_length_limit_fixed_as_opennmt_tf_s_traces_one_decode_for_every_width(
     translator, sources, _ = trained
     sampler = BeamSampler(beam_size=2, length_penalty=0.6, max_length=12)
     requests = [sources[:3], ["a b c d e f g h " * 2 + "a"]]  # widths 8; 8, 16 and 32
-    traced_before = set(getattr(translator, "_translate_functions", {}))
-    fixed = [translator.translate(request, sampler=sampler, jit_compile=False,
-                                  length_ratio=0.0, length_offset=20)
-             for request in requests]
-    decode, = [function for key, function in translator._translate_functions.items()
-               if key[0] == "decode" and key not in traced_before]
-    assert decode.experimental_get_tracing_count() == 1
+
+    def translations_and_traces(length_ratio, length_offset):
+        traced_before = set(getattr(translator, "_translate_functions", {}))
+        translations = [translator.translate(request, sampler=sampler, jit_compile=False,
+                                             length_ratio=length_ratio,
+                                             length_offset=length_offset)
+                        for request in requests]
+        decode, = [function for key, function in translator._translate_functions.items()
+                   if key[0] == "decode" and key not in traced_before]
+        return translations, decode.experimental_get_tracing_count()
+
+    fixed, traces = translations_and_traces(0.0, 20)
+    assert traces == 1
     # Ratio 2, offset 8: a width of 1 decodes 11 steps, so each width has its own trace,
     # and every sentence here (2 tokens or more) has the same limit, 12 tokens.
     assert min(len(source.split()) for source in sources[:3]) >= 2
-    traced_before = set(translator._translate_functions)
-    per_width = [translator.translate(request, sampler=sampler, jit_compile=False,
-                                      length_ratio=2.0, length_offset=8)
-                 for request in requests]
-    decode, = [function for key, function in translator._translate_functions.items()
-               if key[0] == "decode" and key not in traced_before]
-    assert decode.experimental_get_tracing_count() == 3
-    assert fixed == per_width
+    assert translations_and_traces(2.0, 8) == (fixed, 3)
 
 
 def test_translate_details_are_the_n_best_list(trained):
