@@ -17,13 +17,18 @@ TensorFlow trusts what it finds there: a damaged file fails the decoding that re
 ("Read less bytes than requested"), and a program compiled by another TensorFlow version
 or for another CPU's instructions must not run at all. So the directory holds a manifest,
 `kerasnmt.json`: the TensorFlow version, CPU and `XLA_FLAGS` it was made with, and the
-size, modification time and SHA-256 of every program, recorded at the end of each process
-(TensorFlow writes each program under a temporary name and renames it, so a program under
-its own name is complete). At start, a directory made by another TensorFlow, on another
-CPU or with other `XLA_FLAGS` is emptied, and a program that is not in the manifest or
-does not match it is deleted, each with one warning: translations stay correct, only the
-compilation time is lost. At the end of a process, the oldest programs are deleted while
-the directory holds more than `MAXIMUM_BYTES`.
+size, modification time and SHA-256 of every program, written at the end of each process.
+At start, a directory made by another TensorFlow, on another CPU or with other
+`XLA_FLAGS` is emptied, and a recorded program that no longer matches its record is
+deleted, each with one warning: translations stay correct, only the compilation time is
+lost. A program not recorded yet is kept, and recorded at the end: TensorFlow writes each
+one under a temporary name and renames it, so it is complete, written by a process that
+is still running or was killed. Processes may share the directory, provided they run the
+same TensorFlow with the same `XLA_FLAGS` (give each installation a directory of its own:
+a program written while another installation runs is recorded under the maker of
+whichever process ends last). At the end of a process, the oldest programs are deleted
+while the directory holds more than `MAXIMUM_BYTES`. TensorFlow splits `TF_XLA_FLAGS` at
+white space, so a directory whose path has any is refused with a warning.
 
 Examples:
     >>> import tempfile
@@ -43,7 +48,7 @@ Examples:
     ...     _ = entry.write(b"a compiled pro")
     >>> check_entries(directory)         # damaged since: deleted
     ['xla_compile_cache__1__2__XLA_CPU_JIT.pb']
-    >>> os.listdir(directory)
+    >>> sorted(os.listdir(directory))
     ['kerasnmt.json']
 """
 
@@ -54,6 +59,7 @@ import json
 import logging
 import os
 import platform
+import tempfile
 
 ENVIRONMENT_VARIABLE = "KERASNMT_XLA_CACHE"
 MANIFEST = "kerasnmt.json"
@@ -71,7 +77,7 @@ logger = logging.getLogger(__name__)
 def cache_directory(environ):
     """The cache directory that `environ` (a mapping like `os.environ`) names, or None when
     it names none or `TF_XLA_FLAGS` already names one."""
-    if _TENSORFLOW_FLAG in environ.get("TF_XLA_FLAGS", ""):
+    if f"{_TENSORFLOW_FLAG}=" in environ.get("TF_XLA_FLAGS", ""):
         return None
     directory = environ.get(ENVIRONMENT_VARIABLE)
     return os.path.expanduser(directory) if directory else None
@@ -113,8 +119,11 @@ def _entries(directory):
 
 
 def _digest(path):
+    digest = hashlib.sha256()
     with open(path, "rb") as file:
-        return hashlib.file_digest(file, "sha256").hexdigest()
+        for block in iter(lambda: file.read(2**20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _remove(path):
@@ -136,35 +145,35 @@ def _read_manifest(directory):
     return {"entries": {}}
 
 
-def _record(path):
-    status = os.stat(path)
-    return {"bytes": status.st_size, "mtime_ns": status.st_mtime_ns, "sha256": _digest(path)}
-
-
 def _matches(path, recorded):
     """Whether the program at `path` is the one `recorded`: the same size, and the same
     modification time or else the same SHA-256 (hashing every program at every start
-    would cost about a second a GiB)."""
-    if not isinstance(recorded, dict):
-        return False
-    status = os.stat(path)
-    if status.st_size != recorded.get("bytes"):
-        return False
-    return (status.st_mtime_ns == recorded.get("mtime_ns")
-            or _digest(path) == recorded.get("sha256"))
+    would cost about a second a GiB). A program deleted meanwhile (by another process)
+    matches: there is nothing left to delete."""
+    try:
+        status = os.stat(path)
+        if status.st_size != recorded.get("bytes"):
+            return False
+        return (status.st_mtime_ns == recorded.get("mtime_ns")
+                or _digest(path) == recorded.get("sha256"))
+    except FileNotFoundError:
+        return True
 
 
 def check_entries(directory):
-    """Deletes from `directory` each program that the manifest does not vouch for, and
-    every program when the manifest was made by another TensorFlow, CPU or `XLA_FLAGS`;
-    warns once for each kind. Returns the deleted file names."""
+    """Deletes from `directory` each recorded program that no longer matches its record,
+    and every program when the manifest was made by another TensorFlow, CPU or
+    `XLA_FLAGS`; warns once for each kind. Programs not recorded yet are kept. Returns the
+    deleted file names."""
     manifest, this_maker = _read_manifest(directory), maker()
     entries = _entries(directory)
     made_elsewhere = entries and manifest.get("maker") not in (None, this_maker)
     deleted = []
     for name in entries:
-        if made_elsewhere or not _matches(os.path.join(directory, name),
-                                          manifest["entries"].get(name)):
+        recorded = manifest["entries"].get(name)
+        if made_elsewhere or (recorded is not None and not (
+                isinstance(recorded, dict)
+                and _matches(os.path.join(directory, name), recorded))):
             _remove(os.path.join(directory, name))
             deleted.append(name)
     if made_elsewhere:
@@ -174,35 +183,47 @@ def check_entries(directory):
             manifest["maker"], this_maker, len(deleted))
     elif deleted:
         logger.warning(
-            "kerasnmt: %d programs of the XLA compilation cache %s were damaged or "
-            "unrecorded, and were deleted; they will be compiled again", len(deleted),
-            directory)
+            "kerasnmt: %d programs of the XLA compilation cache %s were damaged and "
+            "were deleted; they will be compiled again", len(deleted), directory)
     return deleted
 
 
 def record_entries(directory, maximum_bytes=MAXIMUM_BYTES):
     """Writes the manifest of the programs now in `directory`, after deleting the oldest
-    while they take more than `maximum_bytes`; the manifest is replaced atomically."""
+    while they take more than `maximum_bytes`; the manifest is replaced atomically.
+    Programs that another process deletes meanwhile are left out."""
     manifest = _read_manifest(directory)
-    names = _entries(directory)
-    sizes = {name: os.path.getsize(os.path.join(directory, name)) for name in names}
-    by_age = sorted(names, key=lambda name: os.path.getmtime(os.path.join(directory, name)))
-    total = sum(sizes.values())
+    statuses = {}
+    for name in _entries(directory):
+        try:
+            statuses[name] = os.stat(os.path.join(directory, name))
+        except FileNotFoundError:
+            continue
+    by_age = sorted(statuses, key=lambda name: statuses[name].st_mtime_ns)
+    total = sum(status.st_size for status in statuses.values())
     while by_age and total > maximum_bytes:
         oldest = by_age.pop(0)
         _remove(os.path.join(directory, oldest))
-        total -= sizes.pop(oldest)
+        total -= statuses.pop(oldest).st_size
     entries = {}
-    for name in sorted(sizes):
-        path = os.path.join(directory, name)
+    for name, status in sorted(statuses.items()):
         recorded = manifest["entries"].get(name)
-        entries[name] = recorded if (
-            isinstance(recorded, dict) and recorded.get("bytes") == sizes[name]
-            and recorded.get("mtime_ns") == os.stat(path).st_mtime_ns) else _record(path)
-    temporary = os.path.join(directory, f".{MANIFEST}.{os.getpid()}")
-    with open(temporary, "w", encoding="utf-8") as file:
-        json.dump({"maker": maker(), "entries": entries}, file, indent=1)
-    os.replace(temporary, os.path.join(directory, MANIFEST))
+        if isinstance(recorded, dict) and recorded.get("bytes") == status.st_size and (
+                recorded.get("mtime_ns") == status.st_mtime_ns):
+            entries[name] = recorded
+            continue
+        try:
+            entries[name] = {"bytes": status.st_size, "mtime_ns": status.st_mtime_ns,
+                             "sha256": _digest(os.path.join(directory, name))}
+        except FileNotFoundError:
+            continue
+    descriptor, temporary = tempfile.mkstemp(dir=directory, prefix=f".{MANIFEST}.")
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            json.dump({"maker": maker(), "entries": entries}, file, indent=1)
+        os.replace(temporary, os.path.join(directory, MANIFEST))
+    finally:
+        _remove(temporary)
 
 
 def use_cache(environ=os.environ):
@@ -211,6 +232,10 @@ def use_cache(environ=os.environ):
     directory, or None (none named, or one that cannot be used: warned)."""
     directory = cache_directory(environ)
     if directory is None:
+        return None
+    if any(character.isspace() for character in directory):
+        logger.warning("kerasnmt: the XLA compilation cache is off: TF_XLA_FLAGS cannot "
+                       "hold a directory whose path has white space (%r)", directory)
         return None
     try:
         os.makedirs(directory, exist_ok=True)

@@ -2,6 +2,7 @@
 by the next, and a cache that is damaged or was made elsewhere is ignored with one warning
 while the translations stay the same."""
 
+import hashlib
 import json
 import logging
 import os
@@ -34,14 +35,21 @@ def _entry(directory, name, content):
     return path
 
 
-def test_a_program_not_in_the_manifest_is_deleted_with_one_warning(tmp_path, caplog):
+def test_a_program_not_recorded_yet_is_kept_and_recorded_at_the_end(tmp_path, caplog):
+    """Written by a process still running, or killed before it recorded it: TensorFlow
+    renames a program into place once it is complete."""
     _entry(tmp_path, "1__1", b"recorded")
     record_entries(tmp_path)
-    _entry(tmp_path, "2__2", b"written by a process that ended before recording it")
+    _entry(tmp_path, "2__2", b"written by a process that has not recorded it")
     with caplog.at_level(logging.WARNING):
-        assert check_entries(tmp_path) == [f"{PREFIX}__2__2__XLA_CPU_JIT.pb"]
-    assert len(caplog.records) == 1 and "damaged or unrecorded" in caplog.text
-    assert sorted(os.listdir(tmp_path)) == [MANIFEST, f"{PREFIX}__1__1__XLA_CPU_JIT.pb"]
+        assert check_entries(tmp_path) == []
+    assert caplog.records == []
+    record_entries(tmp_path)
+    manifest = json.loads((tmp_path / MANIFEST).read_text())
+    assert sorted(manifest["entries"]) == [f"{PREFIX}__1__1__XLA_CPU_JIT.pb",
+                                          f"{PREFIX}__2__2__XLA_CPU_JIT.pb"]
+    assert manifest["entries"][f"{PREFIX}__2__2__XLA_CPU_JIT.pb"]["sha256"] == (
+        hashlib.sha256(b"written by a process that has not recorded it").hexdigest())
 
 
 def test_a_program_touched_but_unchanged_is_kept_and_one_rewritten_is_deleted(tmp_path):
@@ -84,6 +92,14 @@ def test_a_named_tensorflow_cache_is_left_to_tensorflow(tmp_path):
                "TF_XLA_FLAGS": "--tf_xla_persistent_cache_directory=/elsewhere"}
     assert xla_compilation_cache.use_cache(environ) is None
     assert environ["TF_XLA_FLAGS"] == "--tf_xla_persistent_cache_directory=/elsewhere"
+
+
+def test_a_directory_with_white_space_is_refused_with_a_warning(tmp_path, caplog):
+    environ = {"KERASNMT_XLA_CACHE": str(tmp_path / "my cache")}
+    with caplog.at_level(logging.WARNING):
+        assert xla_compilation_cache.use_cache(environ) is None
+    assert "white space" in caplog.text and "TF_XLA_FLAGS" not in environ
+    assert not (tmp_path / "my cache").exists()
 
 
 def _translate(cache=None):
