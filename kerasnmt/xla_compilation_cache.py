@@ -119,6 +119,8 @@ def _entries(directory):
 
 
 def _digest(path):
+    """`kerasnmt.data.vocabulary_record.file_digest`, which cannot be imported here:
+    importing `kerasnmt.data` starts TensorFlow, and this runs before it starts."""
     digest = hashlib.sha256()
     with open(path, "rb") as file:
         for block in iter(lambda: file.read(2**20), b""):

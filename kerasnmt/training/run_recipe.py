@@ -1,11 +1,11 @@
 """The recipe a run directory was trained with, checked again when the run resumes."""
 
-import hashlib
 import json
 import os
 import shutil
 
 from kerasnmt.data.result_file import result_file
+from kerasnmt.data.vocabulary_record import file_digest
 
 RECIPE_FILE = "recipe.json"
 # What the checkpoint's weights depend on. Dropout, the schedule and the batch may change
@@ -32,11 +32,6 @@ VOCABULARY_KEYS = (
 )
 
 
-def _file_digest(path):
-    with open(path, "rb") as file:
-        return "sha256:" + hashlib.file_digest(file, "sha256").hexdigest()
-
-
 def run_recipe(config):
     """The architecture (`model.*`) and the vocabulary files' contents (`data.*`, as
     SHA-256 digests) of a checked configuration, as a flat `{key path: value}` dict.
@@ -52,7 +47,7 @@ def run_recipe(config):
     for key in VOCABULARY_KEYS:
         path = config["data"].get(key)
         if path is not None:
-            recipe[f"data.{key}"] = _file_digest(path)
+            recipe[f"data.{key}"] = "sha256:" + file_digest(path)
     return recipe
 
 
