@@ -162,12 +162,13 @@ def _matches(path, recorded):
         return True
 
 
-def check_entries(directory):
+def check_entries(directory, this_maker=None):
     """Deletes from `directory` each recorded program that no longer matches its record,
-    and every program when the manifest was made by another TensorFlow, CPU or
-    `XLA_FLAGS`; warns once for each kind. Programs not recorded yet are kept. Returns the
-    deleted file names."""
-    manifest, this_maker = _read_manifest(directory), maker()
+    and every program when the manifest was made by another maker than `this_maker`
+    (default `maker()`): another TensorFlow, CPU or `XLA_FLAGS`; warns once for each kind.
+    Programs not recorded yet are kept. Returns the deleted file names."""
+    manifest = _read_manifest(directory)
+    this_maker = maker() if this_maker is None else this_maker
     entries = _entries(directory)
     made_elsewhere = entries and manifest.get("maker") not in (None, this_maker)
     deleted = []
@@ -190,11 +191,13 @@ def check_entries(directory):
     return deleted
 
 
-def record_entries(directory, maximum_bytes=MAXIMUM_BYTES):
-    """Writes the manifest of the programs now in `directory`, after deleting the oldest
-    while they take more than `maximum_bytes`; the manifest is replaced atomically.
-    Programs that another process deletes meanwhile are left out."""
+def record_entries(directory, this_maker=None, maximum_bytes=MAXIMUM_BYTES):
+    """Writes the manifest of the programs now in `directory`, made by `this_maker`
+    (default `maker()`), after deleting the oldest while they take more than
+    `maximum_bytes`; the manifest is replaced atomically. Programs that another process
+    deletes meanwhile are left out."""
     manifest = _read_manifest(directory)
+    this_maker = maker() if this_maker is None else this_maker
     statuses = {}
     for name in _entries(directory):
         try:
@@ -222,7 +225,7 @@ def record_entries(directory, maximum_bytes=MAXIMUM_BYTES):
     descriptor, temporary = tempfile.mkstemp(dir=directory, prefix=f".{MANIFEST}.")
     try:
         with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-            json.dump({"maker": maker(), "entries": entries}, file, indent=1)
+            json.dump({"maker": this_maker, "entries": entries}, file, indent=1)
         os.replace(temporary, os.path.join(directory, MANIFEST))
     finally:
         _remove(temporary)
@@ -239,22 +242,25 @@ def use_cache(environ=os.environ):
         logger.warning("kerasnmt: the XLA compilation cache is off: TF_XLA_FLAGS cannot "
                        "hold a directory whose path has white space (%r)", directory)
         return None
+    # The programs this process compiles are made by what holds now, when TensorFlow
+    # starts, whatever changes later: recorded under it at exit.
+    this_maker = maker()
     try:
         os.makedirs(directory, exist_ok=True)
-        check_entries(directory)
+        check_entries(directory, this_maker)
     except OSError as error:
         logger.warning("kerasnmt: the XLA compilation cache is off: %s", error)
         return None
     flags = environ.get("TF_XLA_FLAGS", "")
     environ["TF_XLA_FLAGS"] = f"{flags} {_TENSORFLOW_FLAG}={directory}".strip()
-    atexit.register(_record_quietly, directory)
+    atexit.register(_record_quietly, directory, this_maker)
     return directory
 
 
-def _record_quietly(directory):
+def _record_quietly(directory, this_maker):
     """`record_entries` at exit: a directory that became unwritable costs only the next
     process's compilations, which it warns about."""
     try:
-        record_entries(directory)
+        record_entries(directory, this_maker)
     except OSError as error:
         logger.warning("kerasnmt: could not record the XLA compilation cache: %s", error)

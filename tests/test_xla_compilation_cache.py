@@ -94,6 +94,24 @@ def test_a_named_tensorflow_cache_is_left_to_tensorflow(tmp_path):
     assert environ["TF_XLA_FLAGS"] == "--tf_xla_persistent_cache_directory=/elsewhere"
 
 
+def test_the_end_of_a_process_records_the_maker_of_its_start(tmp_path, monkeypatch):
+    """TensorFlow compiled with the `XLA_FLAGS` it started with: a later change to the
+    environment does not relabel its programs."""
+    at_exit = []
+    monkeypatch.setattr(xla_compilation_cache.atexit, "register",
+                        lambda function, *arguments: at_exit.append((function, arguments)))
+    monkeypatch.setenv("XLA_FLAGS", "--xla_backend_optimization_level=0")
+    assert xla_compilation_cache.use_cache({"KERASNMT_XLA_CACHE": str(tmp_path)}) == str(
+        tmp_path)
+    _entry(tmp_path, "1__1", b"compiled at level 0")
+    monkeypatch.setenv("XLA_FLAGS", "")
+    (function, arguments), = at_exit
+    function(*arguments)
+    manifest = json.loads((tmp_path / MANIFEST).read_text())
+    assert manifest["maker"]["xla_flags"] == "--xla_backend_optimization_level=0"
+    assert list(manifest["entries"]) == [f"{PREFIX}__1__1__XLA_CPU_JIT.pb"]
+
+
 def test_a_directory_with_white_space_is_refused_with_a_warning(tmp_path, caplog):
     environ = {"KERASNMT_XLA_CACHE": str(tmp_path / "my cache")}
     with caplog.at_level(logging.WARNING):
