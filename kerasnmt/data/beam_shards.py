@@ -35,19 +35,19 @@ def write_shards_with_beam(
     preprocessor,
     output_dir,
     name="train",
-    alignment_file=None,
-    num_shards=16,
-    seed=0,
     pipeline_args=None,
+    **shard_options,
 ):
     """`write_shards` as an Apache Beam pipeline; the files written are identical.
 
     Args:
-        source_file, target_file, preprocessor, output_dir, name, alignment_file,
-        num_shards, seed: as for `kerasnmt.data.write_shards`.
+        source_file, target_file, preprocessor, output_dir, name: as for
+            `kerasnmt.data.write_shards`.
         pipeline_args: Beam pipeline options as command-line arguments, e.g.
             `["--runner=DirectRunner", "--direct_num_workers=2"]` (default: the
             `DirectRunner`); any runner whose workers see the files can be chosen.
+        **shard_options: `alignment_file`, `num_shards` and `seed`, as for `write_shards`
+            (its other options are for local processes).
 
     Returns:
         The path of the index file.
@@ -70,8 +70,7 @@ def write_shards_with_beam(
         True
     """
     tasks, index, index_path = plan_shards(
-        source_file, target_file, preprocessor, output_dir, name, alignment_file, num_shards, seed
-    )
+        source_file, target_file, preprocessor, output_dir, name, **shard_options)
     config = keras.saving.serialize_keras_object(preprocessor)
     with beam.Pipeline(options=PipelineOptions(pipeline_args or [])) as pipeline:
         _ = (
