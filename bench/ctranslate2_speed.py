@@ -65,6 +65,11 @@ whitespace-separated words, as `bench/serve_latency.py` counts them. BLEU is sac
 lowercased, Moses-tokenized BLEU (`kerasnmt.evaluation.score_translations`, German Moses
 rules). "same" counts the translations equal to `translate`'s.
 
+The fixed costs of each runtime, and their ratios to CTranslate2 float32's (the first
+layout): the warm-up pass; the first pass from process start (from the moment the parent
+starts the process to the end of its warm-up pass: imports, loading and compilation, what a
+user who translates a file once waits for); the peak resident memory of the process.
+
 Not a test; run it on a quiet machine (nothing else running):
 
     python bench/ctranslate2_speed.py --model runs/bench/multi30k_reference/model.keras
@@ -91,6 +96,8 @@ COMPUTE_TYPES = ("float32", "int8")
 SAVEDMODEL_ORDERS = ("file", "sorted")
 SAVEDMODEL_WEIGHTS = ("float32", "int8")
 PLAN_FILE = "ctranslate2_plan.json"
+# The time.time() at which the parent started a timing process, passed in its environment.
+STARTED_VARIABLE = "CTRANSLATE2_SPEED_STARTED"
 DECODING_FILE = "decoding.json"
 
 
@@ -218,6 +225,12 @@ def write_json(path, value):
 def read_json(path):
     with open(path, encoding="utf-8") as file:
         return json.load(file)
+
+
+def seconds_since_start():
+    """Seconds since the parent started this process (`child`): a cold start, from process
+    start to now, imports and loading included."""
+    return time.time() - float(os.environ[STARTED_VARIABLE])
 
 
 def process_figures():
@@ -358,6 +371,7 @@ def time_translate(arguments, decoding):
     sentences = sentences_of(arguments)
     _, warmup, _ = decode_speed.timed_translate(translator, sentences, sampler, None,
                                                 speed_arguments, **decoding["options"])
+    first_pass = seconds_since_start()
     (outputs, seconds, cpu), passes = fastest_pass(
         lambda: decode_speed.timed_translate(translator, sentences, sampler, None,
                                              speed_arguments, **decoding["options"]),
@@ -365,6 +379,7 @@ def time_translate(arguments, decoding):
     import tensorflow as tf
 
     return outputs, {"load_seconds": load, "warmup_seconds": warmup, "seconds": seconds,
+                     "first_pass_seconds": first_pass,
                      "pass_seconds": passes, "timed_cpu_seconds": cpu,
                      "software": f"TensorFlow {tf.__version__}"}
 
@@ -404,6 +419,7 @@ def time_savedmodel(arguments, concurrency, order, directory):
     load = time.perf_counter() - begin
     with concurrent.futures.ThreadPoolExecutor(concurrency) as clients:
         _, warmup = serve_latency.translate_batches(tf, translate, batches, clients)
+        first_pass = seconds_since_start()
 
         def timed_pass():
             cpu = time.process_time()
@@ -417,6 +433,7 @@ def time_savedmodel(arguments, concurrency, order, directory):
         outputs[i] = translation
     imported = serve_latency.imported_blocked()
     return outputs, {"load_seconds": load, "warmup_seconds": warmup, "seconds": seconds,
+                     "first_pass_seconds": first_pass,
                      "pass_seconds": passes, "timed_cpu_seconds": cpu,
                      "software": f"TensorFlow {tf.__version__}, keras/kerasnmt imported: "
                                  f"{', '.join(imported) or 'no'}"}
@@ -488,6 +505,7 @@ def time_ctranslate2(arguments, compute_type, inter, intra, use_vmap):
     begin = time.perf_counter()
     _, lengths = ctranslate2_pass(*run)
     warmup = time.perf_counter() - begin
+    first_pass = seconds_since_start()
     if lengths != plan["source_lengths"][:len(sentences)]:
         raise SystemExit("the source tokens differ from kerasnmt's tokenizers(path)")
 
@@ -499,6 +517,7 @@ def time_ctranslate2(arguments, compute_type, inter, intra, use_vmap):
     (outputs, seconds, cpu), passes = fastest_pass(timed_pass, arguments.timed_passes)
     imported = sorted(name for name in ("tensorflow", "keras", "kerasnmt") if name in sys.modules)
     return outputs, {"load_seconds": load, "warmup_seconds": warmup, "seconds": seconds,
+                     "first_pass_seconds": first_pass,
                      "pass_seconds": passes, "timed_cpu_seconds": cpu,
                      "software": f"CTranslate2 {ctranslate2.__version__}, compute_type "
                                  f"{translator.compute_type}, TensorFlow/kerasnmt imported: "
@@ -532,13 +551,37 @@ def worker(arguments):
 # ---------------------------------------------------------------------------------------
 
 
+FIXED_COSTS = {"warmup_seconds": "warm-up pass", "first_pass_seconds": "first pass from start",
+               "max_rss_gib": "peak memory"}
+
+
+def fixed_cost_ratios(result, baseline):
+    """The fixed costs of a run over those of `baseline` (a CTranslate2 run, or None): the
+    warm-up pass, the first pass from process start (imports and loading included) and the
+    peak memory, one table cell each (issue 61's ratios).
+
+    Examples:
+        >>> fixed_cost_ratios({"warmup_seconds": 21.0, "first_pass_seconds": 33.0,
+        ...                    "max_rss_gib": 1.5},
+        ...                   {"warmup_seconds": 2.1, "first_pass_seconds": 3.0,
+        ...                    "max_rss_gib": 0.1})
+        ['10.0', '11.0', '15.0']
+        >>> fixed_cost_ratios({"warmup_seconds": 1.0}, None)
+        ['', '', '']
+    """
+    if baseline is None:
+        return [""] * len(FIXED_COSTS)
+    return [f"{result[key] / baseline[key]:.1f}" for key in FIXED_COSTS]
+
+
 def child(name, check=True):
     """Runs this script as `--worker name` with the same arguments: the seconds it took, and
     its exit status."""
     begin = time.perf_counter()
     status = subprocess.run(
         [sys.executable, os.path.abspath(__file__), *sys.argv[1:], "--worker", name],
-        check=check, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")).returncode
+        check=check, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2",
+                              **{STARTED_VARIABLE: repr(time.time())})).returncode
     return time.perf_counter() - begin, status
 
 
@@ -678,7 +721,8 @@ def main():
     header = ["runtime", "sentences/s", "target tokens/s", "words/s", "x CT2 float32",
               "x CT2 int8", "BLEU", "BLEU tok lc", "chrF2", "target tokens",
               f"same as translate (of {len(sentences)})", "timed s (fastest)", "CPU s",
-              "warm-up s", "load s", "peak memory GiB"]
+              "warm-up s", "load s", "first pass from start s", "peak memory GiB",
+              *(f"{cost} x CT2 float32" for cost in FIXED_COSTS.values())]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" + "---:|" * (len(header) - 1))
     for r in results:
@@ -691,7 +735,8 @@ def main():
                  "" if r["same_as_translate"] is None else str(r["same_as_translate"]),
                  f"{r['seconds']:.2f}", f"{r['timed_cpu_seconds']:.1f}",
                  f"{r['warmup_seconds']:.1f}", f"{r['load_seconds']:.1f}",
-                 f"{r['max_rss_gib']:.2f}"]
+                 f"{r['first_pass_seconds']:.1f}", f"{r['max_rss_gib']:.2f}",
+                 *fixed_cost_ratios(r, baselines["float32"])]
         print("| " + " | ".join(cells) + " |")
     if results:
         print(f"\nBLEU: {results[0]['bleu_signature']}; BLEU tok lc: "
@@ -699,6 +744,10 @@ def main():
     for compute_type, baseline in baselines.items():
         if baseline:
             print(f"x CT2 {compute_type}: target tokens/s over those of {baseline['label']}")
+    if baselines["float32"]:
+        print(f"{', '.join(FIXED_COSTS.values())} x CT2 float32: this run's over those of "
+              f"{baselines['float32']['label']} (first pass from start: from the start of the "
+              "process to the end of its warm-up pass, imports and loading included)")
     for label in failed:
         print(f"FAILED: {label}")
     write_json(workdir_path(arguments, "results.json"), {

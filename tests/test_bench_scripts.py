@@ -5,6 +5,7 @@ measures (as `model_data` did when it moved to `kerasnmt.training.fitting`)."""
 import pathlib
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -128,3 +129,16 @@ def test_ctranslate2_speed_names_each_savedmodel_variant_and_refuses_unknown_one
             module.parse_arguments(["--model", str(model), *options])
         assert error.value.code == 2
         assert message in capsys.readouterr().err
+
+
+def test_ctranslate2_speed_prints_the_fixed_costs_over_ctranslate2_s(monkeypatch):
+    """Issue 61's ratios: the warm-up pass, the first pass from process start (the time the
+    parent recorded when it started the process) and the peak memory, each over
+    CTranslate2 float32's; no cell without a CTranslate2 run."""
+    module = _ctranslate2_speed()
+    kerasnmt = {"warmup_seconds": 21.0, "first_pass_seconds": 33.0, "max_rss_gib": 1.5}
+    ctranslate2 = {"warmup_seconds": 2.1, "first_pass_seconds": 3.0, "max_rss_gib": 0.1}
+    assert module.fixed_cost_ratios(kerasnmt, ctranslate2) == ["10.0", "11.0", "15.0"]
+    assert module.fixed_cost_ratios(kerasnmt, None) == ["", "", ""]
+    monkeypatch.setenv(module.STARTED_VARIABLE, repr(time.time() - 5.0))
+    assert 5.0 <= module.seconds_since_start() < 60.0
