@@ -3,6 +3,7 @@ the XLA programs it compiled, their compile time and the memory it added.
 
     python bench/warmup_cost.py saved_models/quickstart/1
     python bench/warmup_cost.py saved_models/quickstart/1 --requests 10   # the first 10 only
+    python bench/warmup_cost.py saved_models/quickstart/1 --threads 2     # 2 at once
 
 Loads the SavedModel as `bench/serve_latency.py` does (a process without Keras or
 kerasnmt), then sends the requests of `assets.extra/tf_serving_warmup_requests` one at a
@@ -17,11 +18,15 @@ script reads back after each request. A line a request:
 - the resident memory after it (VmRSS) and what it added.
 
 Then the totals: programs, compile seconds against the whole warm-up, and the peak
-resident memory (VmHWM). The process's first compilation also pays XLA's own start
+resident memory (VmHWM). With `--threads N` (TF Serving's `num_model_warmup_threads`,
+`kerasnmt.export.serving_warmup.warm_up(..., num_threads=N)`), N requests run at once and
+only the totals are printed: the warm-up's wall-clock seconds, its programs and their
+compile seconds (summed over the threads), the peak memory. The process's first compilation also pays XLA's own start
 (tens of MB of memory).
 """
 
 import argparse
+import concurrent.futures
 import itertools
 import os
 import re
@@ -94,6 +99,8 @@ def main():
     parser.add_argument("saved_model", help="an exported SavedModel directory")
     parser.add_argument("--requests", type=int, default=0,
                         help="send only the first N requests of the warm-up file (0: all)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="requests sent at once (default 1, as TF Serving by default)")
     args = parser.parse_args()
     path = warmup_file(args.saved_model)
 
@@ -107,6 +114,9 @@ def main():
         load_compiles = compilations(log.new_lines())
         loaded_mib = memory_mib("VmRSS")
         requests = itertools.islice(warmup_file_requests(tf, path), args.requests or None)
+        if args.threads > 1:
+            return print_concurrent_warmup(tf, model, list(requests), args, log,
+                                           load_seconds, start_mib, loaded_mib)
         for signature, inputs in requests:
             before_mib = memory_mib("VmRSS")
             begin = time.perf_counter()
@@ -130,6 +140,27 @@ def main():
     print(f"warm-up: {len(rows)} requests in {total_seconds:.1f} s; {len(compiles)} programs "
           f"compiled in {sum(compiles):.1f} s ({sum(compiles) / max(total_seconds, 1e-9):.0%}"
           f" of it); the rest is running the requests")
+    print(f"resident memory: {memory_mib('VmRSS'):.0f} MiB now, peak {memory_mib('VmHWM'):.0f}"
+          f" MiB")
+
+
+def print_concurrent_warmup(tf, model, requests, args, log, load_seconds, start_mib,
+                            loaded_mib):
+    """The requests sent `args.threads` at a time: only the totals."""
+    def send(request):
+        signature, inputs = request
+        model.signatures[signature](**{name: tf.constant(value)
+                                       for name, value in inputs.items()})
+
+    begin = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(args.threads) as pool:
+        list(pool.map(send, requests))
+    seconds = time.perf_counter() - begin
+    compiles = compilations(log.new_lines())
+    print(f"SavedModel {args.saved_model}: TensorFlow {tf.__version__}, {os.cpu_count()} CPUs")
+    print(f"load: {load_seconds:.1f} s, resident {start_mib:.0f} -> {loaded_mib:.0f} MiB")
+    print(f"warm-up, {args.threads} requests at once: {len(requests)} requests in {seconds:.1f} s;"
+          f" {len(compiles)} programs compiled in {sum(compiles):.1f} s (summed over threads)")
     print(f"resident memory: {memory_mib('VmRSS'):.0f} MiB now, peak {memory_mib('VmHWM'):.0f}"
           f" MiB")
 
