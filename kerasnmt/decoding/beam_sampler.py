@@ -164,8 +164,8 @@ class BeamSampler(keras.layers.Layer):
             (0 for the first token after `start_ids`), `state` the current state;
             returning float `logits` `[B * beam_size, V]`, float `attention`
             `[B * beam_size, S]` or `None`, and `new_state`, with the structure and shapes
-            of `state` (ignored when `initial_state` is `None`). Without `num_slots`, the
-            first step is taken before the decoding loop, with `step` the constant 0
+            of `state` (ignored when `initial_state` is `None`). Without `num_slots`, a
+            beam search (`beam_size > 1`) takes its first step before the decoding loop, with `step` the constant 0
             (`tf.get_static_value(step) == 0` when tracing): the hypotheses of an example
             are then all the same, so `step_fn` may decode one row per example and repeat
             its outputs `beam_size` times (`Translator.decode` does).

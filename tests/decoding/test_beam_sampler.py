@@ -1061,6 +1061,34 @@ def test_the_first_step_is_taken_before_the_loop_at_a_constant_step(compact_batc
     assert_outputs_equal(outputs, sampler(plain, start_ids, END))
 
 
+@pytest.mark.parametrize("compact_batch", [False, True])
+def test_without_a_beam_every_step_is_taken_in_the_loop(compact_batch):
+    """Greedy search has one hypothesis an example, nothing to decode once per example:
+    `step_fn` is traced once for each loop (never before it, at a constant step), and the
+    search follows the most likely token of the Markov table from each start."""
+    rng = np.random.default_rng(7)
+    table = rng.normal(scale=2.0, size=[7, 7]).astype(np.float32)
+    start_ids = tf.constant(rng.integers(0, 7, size=9), tf.int32)
+    plain, seen = markov_step_fn(table), []
+
+    def recording(ids, step, state):
+        seen.append(tf.get_static_value(step))
+        return plain(ids, step, state)
+
+    sampler = BeamSampler(beam_size=1, max_length=6, compact_batch=compact_batch)
+    outputs = tf.function(lambda ids: sampler(recording, ids, END), jit_compile=True)(start_ids)
+    loops = 3 if compact_batch else 1  # compacted: 9, 5, then 2 examples
+    assert seen == [None] * loops
+    for example, start in enumerate(start_ids.numpy().tolist()):
+        expected, last = [], start
+        while len(expected) < 6:
+            last = int(np.argmax(table[last]))
+            if last == END:
+                break
+            expected.append(last)
+        assert as_lists(outputs, example) == [expected]
+
+
 def test_compact_batch_refuses_an_unordered_state_of_another_batch_size():
     table = tf.zeros([6, 6])
 
