@@ -21,8 +21,8 @@ Then the totals: programs, compile seconds against the whole warm-up, and the pe
 resident memory (VmHWM). With `--threads N` (TF Serving's `num_model_warmup_threads`,
 `kerasnmt.export.serving_warmup.warm_up(..., num_threads=N)`), N requests run at once and
 only the totals are printed: the warm-up's wall-clock seconds, its programs and their
-compile seconds (summed over the threads), the peak memory. The process's first compilation also pays XLA's own start
-(tens of MB of memory).
+compile seconds (summed over the threads), the peak memory. The process's first
+compilation also pays XLA's own start (tens of MB of memory).
 """
 
 import argparse
@@ -102,6 +102,8 @@ def main():
     parser.add_argument("--threads", type=int, default=1,
                         help="requests sent at once (default 1, as TF Serving by default)")
     args = parser.parse_args()
+    if args.threads < 1:
+        parser.error(f"--threads: at least 1, got {args.threads}")
     path = warmup_file(args.saved_model)
 
     rows = []
@@ -113,23 +115,32 @@ def main():
         load_seconds = time.perf_counter() - begin
         load_compiles = compilations(log.new_lines())
         loaded_mib = memory_mib("VmRSS")
-        requests = itertools.islice(warmup_file_requests(tf, path), args.requests or None)
+        requests = list(itertools.islice(warmup_file_requests(tf, path), args.requests or None))
         if args.threads > 1:
-            return print_concurrent_warmup(tf, model, list(requests), args, log,
-                                           load_seconds, start_mib, loaded_mib)
-        for signature, inputs in requests:
-            before_mib = memory_mib("VmRSS")
             begin = time.perf_counter()
-            model.signatures[signature](**{name: tf.constant(value)
-                                           for name, value in inputs.items()})
+            with concurrent.futures.ThreadPoolExecutor(args.threads) as pool:
+                list(pool.map(lambda request: send(tf, model, *request), requests))
             seconds = time.perf_counter() - begin
-            after_mib = memory_mib("VmRSS")
-            rows.append((signature, *describe(inputs), seconds, compilations(log.new_lines()),
-                         after_mib, after_mib - before_mib))
+            compiles = compilations(log.new_lines())
+        else:
+            for signature, inputs in requests:
+                before_mib = memory_mib("VmRSS")
+                begin = time.perf_counter()
+                send(tf, model, signature, inputs)
+                seconds = time.perf_counter() - begin
+                after_mib = memory_mib("VmRSS")
+                rows.append((signature, *describe(inputs), seconds,
+                             compilations(log.new_lines()), after_mib, after_mib - before_mib))
 
     print(f"SavedModel {args.saved_model}: TensorFlow {tf.__version__}, {os.cpu_count()} CPUs")
     print(f"load: {load_seconds:.1f} s, {len(load_compiles)} programs compiled, resident "
           f"{start_mib:.0f} -> {loaded_mib:.0f} MiB")
+    if args.threads > 1:
+        print(f"warm-up, {args.threads} requests at once: {len(requests)} requests in "
+              f"{seconds:.1f} s; {len(compiles)} programs compiled in {sum(compiles):.1f} s "
+              "(summed over the threads)")
+        print_memory()
+        return
     print(f"{'#':>3} {'signature':<20} {'batch':>5} {'words':>5} {'seconds':>8} "
           f"{'programs':>8} {'compile s':>9} {'RSS MiB':>8} {'added':>7}")
     for number, (signature, batch, words, seconds, compiles, rss, added) in enumerate(rows, 1):
@@ -140,27 +151,15 @@ def main():
     print(f"warm-up: {len(rows)} requests in {total_seconds:.1f} s; {len(compiles)} programs "
           f"compiled in {sum(compiles):.1f} s ({sum(compiles) / max(total_seconds, 1e-9):.0%}"
           f" of it); the rest is running the requests")
-    print(f"resident memory: {memory_mib('VmRSS'):.0f} MiB now, peak {memory_mib('VmHWM'):.0f}"
-          f" MiB")
+    print_memory()
 
 
-def print_concurrent_warmup(tf, model, requests, args, log, load_seconds, start_mib,
-                            loaded_mib):
-    """The requests sent `args.threads` at a time: only the totals."""
-    def send(request):
-        signature, inputs = request
-        model.signatures[signature](**{name: tf.constant(value)
-                                       for name, value in inputs.items()})
+def send(tf, model, signature, inputs):
+    """One warm-up request through the loaded model."""
+    model.signatures[signature](**{name: tf.constant(value) for name, value in inputs.items()})
 
-    begin = time.perf_counter()
-    with concurrent.futures.ThreadPoolExecutor(args.threads) as pool:
-        list(pool.map(send, requests))
-    seconds = time.perf_counter() - begin
-    compiles = compilations(log.new_lines())
-    print(f"SavedModel {args.saved_model}: TensorFlow {tf.__version__}, {os.cpu_count()} CPUs")
-    print(f"load: {load_seconds:.1f} s, resident {start_mib:.0f} -> {loaded_mib:.0f} MiB")
-    print(f"warm-up, {args.threads} requests at once: {len(requests)} requests in {seconds:.1f} s;"
-          f" {len(compiles)} programs compiled in {sum(compiles):.1f} s (summed over threads)")
+
+def print_memory():
     print(f"resident memory: {memory_mib('VmRSS'):.0f} MiB now, peak {memory_mib('VmHWM'):.0f}"
           f" MiB")
 

@@ -165,10 +165,12 @@ class BeamSampler(keras.layers.Layer):
             returning float `logits` `[B * beam_size, V]`, float `attention`
             `[B * beam_size, S]` or `None`, and `new_state`, with the structure and shapes
             of `state` (ignored when `initial_state` is `None`). Without `num_slots`, a
-            beam search (`beam_size > 1`) takes its first step before the decoding loop, with `step` the constant 0
-            (`tf.get_static_value(step) == 0` when tracing): the hypotheses of an example
-            are then all the same, so `step_fn` may decode one row per example and repeat
-            its outputs `beam_size` times (`Translator.decode` does).
+            beam search (`beam_size > 1`) takes its first step before the decoding loop,
+            with `step` the constant 0 (`tf.get_static_value(step) == 0` when tracing):
+            the hypotheses of an example are then all the same, so `step_fn` may decode
+            one row per example and repeat its outputs `beam_size` times
+            (`Translator.decode` does). A search without a beam takes every step in the
+            loop.
         start_ids: int32 `[B]`, the first input token of each example (usually `<s>`).
         end_id: the `</s>` id, a Python int or an int32 scalar tensor.
         initial_state: `None`, or a nested structure of tensors whose leading dimension is
