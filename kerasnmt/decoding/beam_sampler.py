@@ -164,13 +164,9 @@ class BeamSampler(keras.layers.Layer):
             (0 for the first token after `start_ids`), `state` the current state;
             returning float `logits` `[B * beam_size, V]`, float `attention`
             `[B * beam_size, S]` or `None`, and `new_state`, with the structure and shapes
-            of `state` (ignored when `initial_state` is `None`). Without `num_slots`, a
-            beam search (`beam_size > 1`) takes its first step before the decoding loop,
-            with `step` the constant 0 (`tf.get_static_value(step) == 0` when tracing):
-            the hypotheses of an example are then all the same, so `step_fn` may decode
-            one row per example and repeat its outputs `beam_size` times
-            (`Translator.decode` does). A search without a beam takes every step in the
-            loop.
+            of `state` (ignored when `initial_state` is `None`). Every step is taken in
+            the decoding loop, the first one included, so `step_fn` is traced once a loop
+            and `step` is never known when tracing.
         start_ids: int32 `[B]`, the first input token of each example (usually `<s>`).
         end_id: the `</s>` id, a Python int or an int32 scalar tensor.
         initial_state: `None`, or a nested structure of tensors whose leading dimension is

@@ -46,11 +46,6 @@ class BeamSegmentCache(collections.namedtuple("BeamSegmentCache", ["keys", "valu
     have one entry per segment entry, spare entries included (the causal mask gives them
     weight 0).
 
-    A cache with the history of one hypothesis (`history[:, :1]`, `[B, 1, max_length]`)
-    and one query row per example writes the keys and values of each row into every slot
-    of its example: the first step of a beam search, where the hypotheses of an example
-    are all the same, decoded once per example.
-
     It is a named tuple of tensors (`keys` and `values`: lists of segments
     `[B, num_heads, K, P + 1, key_dim]`, `P` positions and the spare entry), so that it
     passes through `tf.function` and `tf.nest` as they are.
@@ -79,12 +74,10 @@ class BeamSegmentCache(collections.namedtuple("BeamSegmentCache", ["keys", "valu
         ]
 
     def write(self, keys, values, step):
-        """The cache with the keys and values `[B*R, 1, H, D]` of the rows' new position
-        (`R` hypotheses per example: the cache's `K`, or 1 for every slot) written at
-        `step` (a scalar, or `[B]`), and that position's slots written into the history."""
-        hypotheses = self.history.shape[1]
-        keys, values = _write_beam_segments([self.keys, self.values], [keys, values], step,
-                                            hypotheses)
+        """The cache with the keys and values `[B*K, 1, H, D]` of the rows' new position
+        written at `step` (a scalar, or `[B]`), and that position's slots written into the
+        history."""
+        keys, values = _write_beam_segments([self.keys, self.values], [keys, values], step)
         return BeamSegmentCache(keys, values, _write_history(self.history, step))
 
     def key_positions(self):
@@ -106,7 +99,7 @@ class BeamSegmentCache(collections.namedtuple("BeamSegmentCache", ["keys", "valu
     @staticmethod
     def deepest_step(step):
         """The deepest of `step` (a scalar, or `[B]`): a Python int when it is known when
-        tracing (the first step, 0), else an int32 scalar."""
+        tracing (a step given as a number), else an int32 scalar."""
         static = tf.get_static_value(step)
         return tf.reduce_max(step) if static is None else int(np.max(static))
 
@@ -157,12 +150,12 @@ def _segment_key_positions(segments):
     return tf.constant(positions, tf.int32)
 
 
-def _write_beam_segments(caches, updates, step, hypotheses):
+def _write_beam_segments(caches, updates, step):
     """Beam caches (lists of segments `[B, H, K, P + 1, D]`: the keys', the values') with
-    their `updates` `[B*R, 1, H, D]` (row `b*R + k`, `R` `hypotheses` per example: the
-    caches' `K`, or 1 for every slot) written at slot `k` of position `step` (a scalar, or
-    `[B]`) in the segment that holds it, and at the spare entry of the others: a scatter
-    of the `B * H * K` new vectors each, all the caches' through the same indices."""
+    their `updates` `[B*K, 1, H, D]` (row `b*K + k`) written at slot `k` of position `step`
+    (a scalar, or `[B]`) in the segment that holds it, and at the spare entry of the
+    others: a scatter of the `B * H * K` new vectors each, all the caches' through the
+    same indices."""
     first = caches[0][0]
     shape = tf.shape(first)
     heads, slots, depth = first.shape[1], first.shape[2], first.shape[4]
@@ -178,10 +171,8 @@ def _write_beam_segments(caches, updates, step, hypotheses):
         indices.append(tf.concat([grid, position[..., tf.newaxis]], axis=-1))  # [B, H, K, 4]
     written = []
     for segments, update in zip(caches, updates):
-        update = tf.transpose(tf.reshape(update, [-1, hypotheses, heads, depth]),
-                              [0, 2, 1, 3])  # [B, H, R, D]
-        if hypotheses != slots:
-            update = tf.broadcast_to(update, tf.concat([shape[:3], shape[4:]], 0))
+        update = tf.transpose(tf.reshape(update, [-1, slots, heads, depth]),
+                              [0, 2, 1, 3])  # [B, H, K, D]
         written.append([
             tf.tensor_scatter_nd_update(segment, index, tf.cast(update, segment.dtype))
             for segment, index in zip(segments, indices)

@@ -222,12 +222,6 @@ def beam_history_step_function(
             lambda t: tf.gather(t, examples), per_example
         )
         history = tf.reshape(history, [-1, beam_size, max_length])
-        # The first step (its step the constant 0, see BeamSampler): an example's
-        # hypotheses are all the same, so the decoder runs one row per example and
-        # its keys and values go to every slot.
-        once_per_example = beam_size > 1 and _is_first_step(step)
-        if once_per_example:
-            ids, history = ids[::beam_size], history[:, :1]
         caches = [BeamSegmentCache(kv["keys"], kv["values"], history)
                   for kv in unordered["self_attention"]]
         outputs, attention, caches = decoder.decode_step(
@@ -236,9 +230,6 @@ def beam_history_step_function(
         )
         logits = backbone.projected_logits(outputs, kernel, bias)
         history = caches[0].history
-        if once_per_example:
-            logits, attention = (tf.repeat(t, beam_size, axis=0) for t in (logits, attention))
-            history = tf.repeat(history, beam_size, axis=1)
         at_limit = tf.repeat(tf.greater_equal(step, inputs["length_limits"]), beam_size)
         logits = with_end_logits(logits, END_OF_SENTENCE_ID, tf.where(
             at_limit, FORCED_END_LOGIT, logits[:, END_OF_SENTENCE_ID]))
@@ -261,13 +252,6 @@ def _shortlist_projection(kernel, bias, shortlist_ids, vocabulary_multiple):
         bias, tf.maximum(shortlist_ids, 0))
     bias = tf.where(shortlist_ids < 0, EXCLUDED_LOGIT, kept)
     return kernel, bias
-
-
-def _is_first_step(step):
-    """Whether `step` (a scalar, or one per slot) is known, when tracing, to be 0 for
-    every row."""
-    value = tf.get_static_value(step)
-    return value is not None and not value.any()
 
 
 def _without_attention(step_fn):

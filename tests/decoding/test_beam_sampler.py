@@ -984,14 +984,17 @@ def test_compact_batch_gives_each_example_its_result_decoded_alone(jit_compile, 
             np.testing.assert_allclose(outputs[key][example], alone[key][0], atol=1e-5)
 
 
+@pytest.mark.parametrize("beam_size", [1, 2])
 @pytest.mark.parametrize("jit_compile", [False, True])
-def test_compact_batch_with_a_batch_size_unknown_when_tracing(jit_compile):
+def test_compact_batch_with_a_batch_size_unknown_when_tracing(jit_compile, beam_size):
     """Traced for `[None]` start ids (as in a SavedModel signature), the loops run at
     `B`, `ceil(B / 2)` and `ceil(B / 8)` examples: the same results as the static batch
-    sizes `[9, 5, 2]`, and each example's result alone."""
+    sizes `[9, 5, 2]`, and each example's result alone, also for a batch of one example
+    (whose first loop, at one example, would take no step) or none."""
     rng = np.random.default_rng(5)
     table = rng.normal(scale=2.0, size=[7, 7]).astype(np.float32)
-    sampler = BeamSampler(beam_size=2, length_penalty=0.6, max_length=9, compact_batch=True)
+    sampler = BeamSampler(beam_size=beam_size, length_penalty=0.6, max_length=9,
+                          compact_batch=True)
     assert sampler._compacted_batch_sizes(9, 9) == [9, 5, 2]
     assert sampler._compacted_batch_sizes(1, 1) == [1]
 
@@ -1003,7 +1006,7 @@ def test_compact_batch_with_a_batch_size_unknown_when_tracing(jit_compile):
     start_ids = tf.constant(rng.integers(0, 7, size=9), tf.int32)
     outputs = dynamic(start_ids)
     assert_outputs_equal(outputs, search(start_ids))
-    alone = BeamSampler(beam_size=2, length_penalty=0.6, max_length=9)
+    alone = BeamSampler(beam_size=beam_size, length_penalty=0.6, max_length=9)
     for example in range(9):
         expected = alone(markov_step_fn(table), start_ids[example:example + 1], END)
         np.testing.assert_array_equal(outputs["ids"][example], expected["ids"][0])
@@ -1013,8 +1016,8 @@ def test_compact_batch_with_a_batch_size_unknown_when_tracing(jit_compile):
 
 def test_a_batch_size_unknown_when_tracing_traces_one_step_for_all_the_loops():
     """With `[None]` start ids (a SavedModel's decode) the three loops' tensors have the
-    same shapes: `step_fn` is traced once for all of them (and once for the first step),
-    where a static batch size traces it once per loop."""
+    same shapes: `step_fn` is traced once for all of them, where a static batch size
+    traces it once per loop."""
     table = np.random.default_rng(5).normal(scale=2.0, size=[7, 7]).astype(np.float32)
     sampler = BeamSampler(beam_size=2, length_penalty=0.6, max_length=9, compact_batch=True)
     seen = []
@@ -1029,43 +1032,17 @@ def test_a_batch_size_unknown_when_tracing_traces_one_step_for_all_the_loops():
                     ).get_concrete_function(spec)
         return seen
 
-    assert traced_for(tf.TensorSpec([None], tf.int32)) == [0, None]
-    assert traced_for(tf.TensorSpec([9], tf.int32)) == [0, None, None, None]  # 9, 5, 2
+    assert traced_for(tf.TensorSpec([None], tf.int32)) == [None]
+    assert traced_for(tf.TensorSpec([9], tf.int32)) == [None, None, None]  # 9, 5, 2
 
 
+@pytest.mark.parametrize("beam_size", [1, 2])
 @pytest.mark.parametrize("compact_batch", [False, True])
-def test_the_first_step_is_taken_before_the_loop_at_a_constant_step(compact_batch):
-    """When tracing, `step_fn` sees the first step's `step` as the constant 0 (taken before
-    the loop) and the loop's steps as unknown; at that step the hypotheses of an example
-    are all the same, so a step function that decodes one row per example there and
-    repeats its logits gives the search's results."""
-    rng = np.random.default_rng(6)
-    table = rng.normal(scale=2.0, size=[7, 7]).astype(np.float32)
-    plain = markov_step_fn(table)
-    seen = []
-
-    def once_per_example(ids, step, state):
-        seen.append(tf.get_static_value(step))
-        if seen[-1] == 0:
-            logits, attention, state = plain(ids[::2], step, state)
-            return tf.repeat(logits, 2, axis=0), attention, state
-        return plain(ids, step, state)
-
-    sampler = BeamSampler(beam_size=2, length_penalty=0.6, max_length=9,
-                          compact_batch=compact_batch)
-    start_ids = tf.constant(rng.integers(0, 7, size=9), tf.int32)
-    traced = tf.function(lambda ids: sampler(once_per_example, ids, END), jit_compile=True)
-    outputs = traced(start_ids)
-    loops = 3 if compact_batch else 1  # compacted: 9, 5, then 2 examples
-    assert seen == [0] + [None] * loops
-    assert_outputs_equal(outputs, sampler(plain, start_ids, END))
-
-
-@pytest.mark.parametrize("compact_batch", [False, True])
-def test_without_a_beam_every_step_is_taken_in_the_loop(compact_batch):
-    """Greedy search has one hypothesis an example, nothing to decode once per example:
-    `step_fn` is traced once for each loop (never before it, at a constant step), and the
-    search follows the most likely token of the Markov table from each start."""
+def test_every_step_is_taken_in_the_loop(compact_batch, beam_size):
+    """`step_fn` is traced once for each loop, the first step included (never before the
+    loop, at a constant step), and the search is still the plain one: greedy follows the
+    most likely token of the Markov table from each start, beam search is OpenNMT-tf's,
+    transcribed in float64."""
     rng = np.random.default_rng(7)
     table = rng.normal(scale=2.0, size=[7, 7]).astype(np.float32)
     start_ids = tf.constant(rng.integers(0, 7, size=9), tf.int32)
@@ -1075,17 +1052,27 @@ def test_without_a_beam_every_step_is_taken_in_the_loop(compact_batch):
         seen.append(tf.get_static_value(step))
         return plain(ids, step, state)
 
-    sampler = BeamSampler(beam_size=1, max_length=6, compact_batch=compact_batch)
+    sampler = BeamSampler(beam_size=beam_size, length_penalty=0.6, max_length=6,
+                          compact_batch=compact_batch)
     outputs = tf.function(lambda ids: sampler(recording, ids, END), jit_compile=True)(start_ids)
     loops = 3 if compact_batch else 1  # compacted: 9, 5, then 2 examples
     assert seen == [None] * loops
+    no_example = tf.function(lambda ids: sampler(plain, ids, END),
+                             input_signature=[tf.TensorSpec([None], tf.int32)])
+    assert no_example(tf.zeros([0], tf.int32))["ids"].shape[0] == 0
+    no_attention = np.zeros([7, 1])
     for example, start in enumerate(start_ids.numpy().tolist()):
-        expected, last = [], start
-        while len(expected) < 6:
-            last = int(np.argmax(table[last]))
-            if last == END:
-                break
-            expected.append(last)
+        if beam_size == 1:
+            expected, last = [], start
+            while len(expected) < 6:
+                last = int(np.argmax(table[last]))
+                if last == END:
+                    break
+                expected.append(last)
+        else:
+            best = reference_beam_search(table, start, beam_size, 6, 0.6, 0.0, no_attention,
+                                         freeze=False)[0]
+            expected = [token for token in best["tokens"] if token != END]
         assert as_lists(outputs, example) == [expected]
 
 

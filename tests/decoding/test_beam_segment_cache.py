@@ -12,15 +12,14 @@ from kerasnmt.layers import RelativeMultiHeadAttention, TransformerDecoder
 pytestmark = pytest.mark.heavy(14)
 
 
-def _grow_hypotheses_from_random_parents(layer, step_fn, cache, inputs, hypotheses, rng,
-                                        first_step):
-    """Decodes `inputs` `[steps, batch * beam, 1, features]` from `first_step` on as a beam
-    search does: before each step but the first, every row continues the hypothesis of a
-    random parent of its example (only the cache's history is reordered). Each row's
-    output must equal the full causal attention over its own hypothesis' inputs
-    (`hypotheses`: the inputs each row holds before `first_step`)."""
+def _grow_hypotheses_from_random_parents(layer, step_fn, cache, inputs, rng):
+    """Decodes `inputs` `[steps, batch * beam, 1, features]` as a beam search does: before
+    each step but the first, every row continues the hypothesis of a random parent of its
+    example (only the cache's history is reordered). Each row's output must equal the full
+    causal attention over its own hypothesis' inputs."""
     batch, beam, steps = cache.history.shape
-    for step in range(first_step, steps):
+    hypotheses = [[] for _ in range(batch * beam)]
+    for step in range(steps):
         if step:
             rows = np.arange(batch * beam) // beam * beam + rng.integers(0, beam, batch * beam)
             hypotheses = [list(hypotheses[row]) for row in rows]
@@ -50,43 +49,11 @@ def test_beam_cache_reads_each_hypothesis_through_its_history(steps, segment_siz
         (batch, 2, beam, size, 3) for size in segment_sizes
     ]
     step_fn = tf.function(layer.call_with_cache, jit_compile=True)
-    _grow_hypotheses_from_random_parents(
-        layer, step_fn, cache, inputs, [[] for _ in range(batch * beam)], rng, first_step=0
-    )
-
-
-def test_beam_cache_first_step_once_per_example():
-    """The first step of a beam search, one query row per example with the history of one
-    hypothesis (`history[:, :1]`): each row's keys and values go to every slot of its
-    example, and the hypotheses that then grow from it in different slots (random parents,
-    two segments) each get the full causal attention over their own inputs, the first one
-    the example's."""
-    layer = RelativeMultiHeadAttention(num_heads=2, key_dim=3, maximum_relative_position=2)
-    batch, beam, steps = 2, 3, 20
-    rng = np.random.default_rng(2)
-    inputs = rng.normal(size=[steps, batch * beam, 1, 6]).astype(np.float32)
-    cache = BeamSegmentCache.zeros(batch, steps, beam, num_heads=2, key_dim=3)
-    step_fn = tf.function(layer.call_with_cache, jit_compile=True)
-    first = inputs[0, ::beam]
-    outputs, narrow = step_fn(first, cache._replace(history=cache.history[:, :1]),
-                              tf.constant(0))
-    assert narrow.history.shape == (batch, 1, steps)
-    for b in range(batch):
-        full = layer(first[b][np.newaxis], use_causal_mask=True)
-        np.testing.assert_allclose(outputs[b, 0], full[0, -1], atol=1e-5)
-        for key in ("keys", "values"):
-            for slot in range(1, beam):  # the same entry in every slot
-                np.testing.assert_array_equal(getattr(narrow, key)[0][b, :, slot, 0],
-                                              getattr(narrow, key)[0][b, :, 0, 0])
-    cache = narrow._replace(history=tf.repeat(narrow.history, beam, axis=1))
-    hypotheses = [[first[row // beam, 0]] for row in range(batch * beam)]
-    _grow_hypotheses_from_random_parents(
-        layer, step_fn, cache, inputs, hypotheses, rng, first_step=1
-    )
+    _grow_hypotheses_from_random_parents(layer, step_fn, cache, inputs, rng)
 
 
 def test_a_step_known_when_tracing_reads_only_the_segments_it_reaches():
-    """At a step known when tracing (a search's first step, 0) the later segments of a
+    """At a step known when tracing (given as a number) the later segments of a
     beam cache are left out of the graph, where a step given when the graph runs reads
     each of them under a `tf.cond`; the outputs are the same."""
     layer = RelativeMultiHeadAttention(num_heads=2, key_dim=3, maximum_relative_position=2)

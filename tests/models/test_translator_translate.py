@@ -77,10 +77,10 @@ def test_decode_log_probs_equal_the_full_model_score_and_lengths_stop_at_the_lim
             assert not alignment[i, k, lengths[i, k]:].any()
 
 
-def test_decode_runs_the_first_step_once_per_example():
-    """The first step decodes one row per sentence (its hypotheses are all the same), the
-    loops' steps every hypothesis (XLA, compacted from 3 sentences to 2, then 1); the
-    results are still the full model's scores."""
+def test_decode_runs_every_step_on_every_hypothesis_in_its_loops():
+    """Every step, the first included, decodes every hypothesis in the loops (XLA,
+    compacted from 3 sentences to 2, then 1: the decoder step traced once a loop); the
+    results are the full model's scores."""
     translator = tiny_translator(seed=1)
     rows, decode_step = [], translator.decoder.decode_step
 
@@ -93,7 +93,7 @@ def test_decode_runs_the_first_step_once_per_example():
     decode = tf.function(lambda ids, length: translator.decode(ids, length, sampler),
                          jit_compile=True)
     hypotheses = decode(SOURCE_IDS, SOURCE_LENGTH)
-    assert rows == [3, 9, 6, 3]
+    assert rows == [9, 6, 3]
     expected = _teacher_forced_log_probs(translator, SOURCE_IDS, SOURCE_LENGTH, hypotheses,
                                          2 * SOURCE_LENGTH + 10)
     np.testing.assert_allclose(hypotheses["log_probs"], expected, atol=1e-4)

@@ -22,7 +22,7 @@ from kerasnmt.decoding.search.hypotheses import (
     gather_rows_or_examples,
     steps_first,
 )
-from kerasnmt.decoding.search.plain_loop import TABLES, PlainLoop
+from kerasnmt.decoding.search.plain_loop import TABLES, PlainLoop, first_step
 
 
 def batch_sizes(static_batch_size, batch_size):
@@ -48,7 +48,7 @@ class CompactingLoop(PlainLoop):
         """The search's outputs (see `BeamSampler`) for `start_ids` `[B]`."""
         rule, sizes, max_length = self.rule, self.batch_sizes, self.max_length
         returns_attention = self.returns_attention  # set when self.body first runs
-        (loop,) = self.first_step(start_ids, initial_state, unordered_state)
+        loop = self.first_loop(start_ids, initial_state, unordered_state)
         _check_unordered_state(loop, sizes[0], rule.beam_size)
         body = self._shared_body(loop)
         examples = tf.range(sizes[0])  # the original place of each example in the loop
@@ -67,7 +67,8 @@ class CompactingLoop(PlainLoop):
                 unfinished = tf.reduce_sum(
                     tf.cast(tf.logical_not(rule.examples_done(loop)), tf.int32)
                 )
-                return tf.logical_and(unfinished > later_size, loop["step"] < max_length)
+                return tf.logical_or(first_step(loop), tf.logical_and(
+                    unfinished > later_size, loop["step"] < max_length))
 
             (loop,) = tf.while_loop(
                 cond, body, (loop,), maximum_iterations=max_length,

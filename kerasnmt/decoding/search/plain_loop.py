@@ -24,6 +24,13 @@ from kerasnmt.decoding.search.step_function import call_step_fn, tile_state
 TABLES = ("step_ids", "parent_ids", "attention")
 
 
+def first_step(loop):
+    """Whether the loop is at its first step, which every search takes: tables whose rows
+    are unknown when tracing cannot be stacked before a step has written them (in a batch
+    of no example, or a compacted first loop of one)."""
+    return tf.equal(loop["step"], 0)
+
+
 class PlainLoop:
     """Searches by `rule` over `step_fn` (see `BeamSampler`), the batch decoded whole.
 
@@ -51,39 +58,25 @@ class PlainLoop:
     def search(self, start_ids, initial_state=None, unordered_state=None):
         """The search's outputs (see `BeamSampler`) for `start_ids` `[B]`."""
         def cond(loop):
-            return tf.reduce_any(tf.logical_not(self.rule.examples_done(loop)))
+            return tf.logical_or(first_step(loop), tf.reduce_any(
+                tf.logical_not(self.rule.examples_done(loop))))
 
         (loop,) = tf.while_loop(
-            cond, self.body, self.first_step(start_ids, initial_state, unordered_state),
-            maximum_iterations=self.max_length - self.steps_before_loop(),
-            parallel_iterations=1,
+            cond, self.body, (self.first_loop(start_ids, initial_state, unordered_state),),
+            maximum_iterations=self.max_length, parallel_iterations=1,
         )
         attention = loop["attention"].stack() if self.returns_attention == [True] else None
         return finalize(self.rule, loop["step_ids"].stack(), loop["parent_ids"].stack(),
                         loop["step"], *self.rule.final_values(loop), attention,
                         self.end_id, tf.shape(start_ids)[0])
 
-    def steps_before_loop(self):
-        """1 for a beam search, whose first step `first_step` takes before the loop; 0
-        without a beam (one hypothesis an example)."""
-        return int(self.rule.beam_size > 1)
-
-    def first_step(self, start_ids, initial_state, unordered_state):
-        """`(loop,)` where the loop starts. A beam search takes its first step here, before
-        the loop, with the constant step 0, which `step_fn` can see when tracing
-        (`tf.get_static_value(step) == 0`): every hypothesis of an example is then the
-        same, and the step function can decode one row per example. Without a beam there
-        is nothing to decode once per example, and every step is taken in the loop, so
-        `step_fn` is traced and compiled once instead of twice (the quickstart model's
-        greedy `translate` of the 1,000 test sentences: its first pass 14-17 s instead of
-        18-21 s, the same translations, the steady speed within the 10% noise of the
-        machine, 2026-12-04)."""
-        loop = self.first_loop(start_ids, initial_state, unordered_state)
-        return self.body(loop) if self.steps_before_loop() else (loop,)
-
     def first_loop(self, start_ids, initial_state, unordered_state):
         """The loop's value before the first step: the first hypotheses of `start_ids`,
-        their state tiled, the unordered state as given, and empty tables."""
+        their state tiled, the unordered state as given, and empty tables. Every step,
+        the first included, is taken in the loop, so that `step_fn` is traced and
+        compiled once a loop: a beam search's first step decodes every hypothesis,
+        although those of an example are all the same, because one step of `beam_size`
+        rows costs much less than a second compilation of the decoder step."""
         beam_size, max_length = self.rule.beam_size, self.max_length
         static_rows = (None if start_ids.shape[0] is None
                        else start_ids.shape[0] * self.rule.table_slots)
