@@ -20,7 +20,9 @@ Examples:
 """
 
 import argparse
+import atexit
 import inspect
+import os
 import signal
 import sys
 
@@ -330,5 +332,16 @@ def _bad_input(args, error):
     return BAD_INPUT_STATUS
 
 
+def console_main():
+    """The `kerasnmt` command: `main()`, then the process ends once its output is flushed and
+    its exit handlers have run, without tearing TensorFlow down, which took 1.3 s after a
+    100-sentence `translate` had written its file (of about 15 s from process start)."""
+    status = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    atexit._run_exitfuncs()  # a normal exit runs these first; os._exit does not
+    os._exit(status)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    console_main()

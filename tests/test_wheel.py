@@ -84,7 +84,7 @@ def test_the_wheel_holds_every_file_of_the_package_its_licence_and_its_command(w
     dist_info = f"kerasnmt-{kerasnmt.__version__}.dist-info"
     assert f"{dist_info}/licenses/LICENSE" in names
     entry_points = zipfile.ZipFile(wheel).read(f"{dist_info}/entry_points.txt").decode()
-    assert "kerasnmt = kerasnmt.cli:main" in entry_points
+    assert "kerasnmt = kerasnmt.cli:console_main" in entry_points
 
 
 def test_the_installed_command_runs_from_the_wheel(environment, tmp_path):
