@@ -22,7 +22,7 @@ from kerasnmt.decoding.search.hypotheses import (
     gather_rows_or_examples,
     steps_first,
 )
-from kerasnmt.decoding.search.plain_loop import TABLES, PlainLoop, first_step
+from kerasnmt.decoding.search.plain_loop import TABLES, PlainLoop, at_first_step
 
 
 def batch_sizes(static_batch_size, batch_size):
@@ -67,7 +67,7 @@ class CompactingLoop(PlainLoop):
                 unfinished = tf.reduce_sum(
                     tf.cast(tf.logical_not(rule.examples_done(loop)), tf.int32)
                 )
-                return tf.logical_or(first_step(loop), tf.logical_and(
+                return tf.logical_or(at_first_step(loop), tf.logical_and(
                     unfinished > later_size, loop["step"] < max_length))
 
             (loop,) = tf.while_loop(

@@ -24,7 +24,7 @@ from kerasnmt.decoding.search.step_function import call_step_fn, tile_state
 TABLES = ("step_ids", "parent_ids", "attention")
 
 
-def first_step(loop):
+def at_first_step(loop):
     """Whether the loop is at its first step, which every search takes: tables whose rows
     are unknown when tracing cannot be stacked before a step has written them (in a batch
     of no example, or a compacted first loop of one)."""
@@ -58,7 +58,7 @@ class PlainLoop:
     def search(self, start_ids, initial_state=None, unordered_state=None):
         """The search's outputs (see `BeamSampler`) for `start_ids` `[B]`."""
         def cond(loop):
-            return tf.logical_or(first_step(loop), tf.reduce_any(
+            return tf.logical_or(at_first_step(loop), tf.reduce_any(
                 tf.logical_not(self.rule.examples_done(loop))))
 
         (loop,) = tf.while_loop(
