@@ -5,7 +5,6 @@ import dataclasses
 import re
 
 from sacrebleu.metrics import BLEU, CHRF
-from sacremoses import MosesPunctNormalizer, MosesTokenizer
 
 from kerasnmt.data import text_files
 
@@ -138,6 +137,10 @@ def lowercase_and_moses_tokenize(lines, language=DEFAULT_LANGUAGE, escape=False)
         ['es steht : &quot; komm &quot; .']
     """
     check_moses_language(language)
+    # Imported here: sacremoses takes a third of a second to import, which every command
+    # that imports this module (for its constants) would pay without scoring anything.
+    from sacremoses import MosesPunctNormalizer, MosesTokenizer
+
     normalizer = MosesPunctNormalizer(lang=language, perl_parity=True)
     tokenizer = MosesTokenizer(lang=language)
     return [

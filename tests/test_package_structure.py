@@ -12,6 +12,8 @@ command line. Imports inside functions count as well.
 
 import ast
 import pathlib
+import subprocess
+import sys
 
 import pytest
 
@@ -130,3 +132,15 @@ def test_every_public_keras_layer_and_model_is_registered_for_serialization():
             value = getattr(module, name)
             if isinstance(value, type) and issubclass(value, keras.layers.Layer):
                 assert keras.saving.get_registered_name(value) == f"kerasnmt>{name}", name
+
+
+def test_the_command_line_starts_without_importing_the_moses_scripts():
+    """sacremoses (a third of a second to import) is imported by the scoring that uses
+    it, not by every `kerasnmt` command at start-up."""
+    imported = subprocess.run(
+        [sys.executable, "-c", "import sys, kerasnmt.cli; print('sacremoses' in sys.modules)"],
+        capture_output=True, text=True, timeout=300, check=True).stdout.split()
+    assert imported == ["False"]
+    from kerasnmt.evaluation import lowercase_and_moses_tokenize
+
+    assert lowercase_and_moses_tokenize(["It's a Test."]) == ["it 's a test ."]
