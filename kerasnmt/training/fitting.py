@@ -148,6 +148,9 @@ def fit(translator, x=None, y=None, batch_size=None, batch_type="examples",
         maximum_features_length=maximum_features_length,
         maximum_labels_length=maximum_labels_length,
     )
+    if getattr(translator, "optimizer", None) is None:
+        raise ValueError("Translator.fit: compile the translator first (translator.compile(), "
+                         "OpenNMT-tf's optimizer by default)")
     dataset = training_batches(translator, x, y, batch_size, shuffle, batching, "fit",
                                training=True)
     if validation_data is not None:
@@ -165,6 +168,12 @@ def fit(translator, x=None, y=None, batch_size=None, batch_type="examples",
     set_gradient_accumulation(translator.optimizer, accumulation_steps(
         effective_batch_size, batch_size or DEFAULT_BATCH_SIZE,
         translator.distribute_strategy.num_replicas_in_sync))
+    if not translator.optimizer.built:
+        # Keras builds the optimizer before the first step only under a distribution
+        # strategy; otherwise its variables are created while the train step is traced,
+        # and TensorFlow then traces the whole step a second time.
+        with translator.distribute_strategy.scope():
+            translator.optimizer.build(translator.trainable_variables)
     callbacks = [StopOnNonFiniteLoss()] + list(callbacks or [])
     return keras.Model.fit(
         translator,

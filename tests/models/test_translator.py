@@ -156,6 +156,29 @@ def test_fit_accepts_every_kind_of_input():
         translator.fit(tf.data.Dataset.from_tensor_slices(([1, 2], [3, 4])))
 
 
+def test_fit_traces_its_train_step_once(monkeypatch):
+    """The optimizer is built before the first step, so its variables are not created in
+    the step's trace, which made TensorFlow trace the whole step a second time; a
+    translator never compiled gets an error that says so."""
+    sources, targets = corpus(8, seed=1)
+    translator = tiny_translator()
+    with pytest.raises(ValueError, match="compile the translator first"):
+        translator.fit(sources, targets, batch_size=4, verbose=0)
+    traced = []
+    train_step = Translator.train_step
+
+    def counted(self, data):
+        traced.append(self.optimizer.built)
+        return train_step(self, data)
+
+    monkeypatch.setattr(Translator, "train_step", counted)
+    translator.compile(optimizer=keras.optimizers.Adam(0.01))
+    translator.fit(sources, targets, batch_size=4, length_bucket_width=None, epochs=2,
+                   verbose=0)
+    assert traced == [True]
+    assert int(translator.optimizer.iterations) == 4
+
+
 def test_keras_round_trip_gives_identical_outputs():
     translator = tiny_translator(share_embeddings="target", maximum_relative_position=None)
     translator.compile(optimizer=keras.optimizers.Adam(0.01), run_eagerly=True)
