@@ -169,9 +169,9 @@ def fit(translator, x=None, y=None, batch_size=None, batch_type="examples",
         effective_batch_size, batch_size or DEFAULT_BATCH_SIZE,
         translator.distribute_strategy.num_replicas_in_sync))
     if not translator.optimizer.built:
-        # Keras builds the optimizer before the first step only under a distribution
-        # strategy; otherwise its variables are created while the train step is traced,
-        # and TensorFlow then traces the whole step a second time.
+        # Keras builds the optimizer before the first step only for a translator compiled
+        # in a distribution strategy's scope; otherwise its variables are created while
+        # the train step is traced, and TensorFlow then traces the whole step again.
         with translator.distribute_strategy.scope():
             translator.optimizer.build(translator.trainable_variables)
     callbacks = [StopOnNonFiniteLoss()] + list(callbacks or [])
