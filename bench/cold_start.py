@@ -1,6 +1,6 @@
 """A file translated from process start to its last line: `kerasnmt translate --config`
-cold, with an empty XLA compilation cache, and with that cache filled, against
-`onmt-main infer` on the same weights.
+cold (by default, with `--xla`, with `--no-xla`), with an empty XLA compilation cache, and
+with that cache filled, against `onmt-main infer` on the same weights.
 
     python bench/cold_start.py --input source.100.en --config run.yml
     python bench/cold_start.py --input source.100.en --config converted/run.yml \\
@@ -12,8 +12,10 @@ cold, with an empty XLA compilation cache, and with that cache filled, against
 other, each a new process:
 
 - `onmt-main infer` (with `--onmt-main`);
-- `kerasnmt translate` without a cache (`KERASNMT_XLA_CACHE` unset): compiles every
-  program;
+- `kerasnmt translate` without a cache (`KERASNMT_XLA_CACHE` unset): compiles the
+  decoding from 500 sentences, decodes a smaller file in graph mode
+  (`kerasnmt.runner.decoding_compilation`);
+- `kerasnmt translate --xla` without a cache: compiles every program;
 - `kerasnmt translate` with an empty cache: compiles every program and saves it;
 - `kerasnmt translate` with that cache: loads the programs;
 - `kerasnmt translate --no-xla`: graph mode, nothing compiled.
@@ -69,6 +71,7 @@ def main():
     # name: (environment added, arguments added)
     ways = {
         "kerasnmt translate, no cache": ({}, []),
+        "kerasnmt translate --xla, no cache": ({}, ["--xla"]),
         "kerasnmt translate, empty cache": ({"KERASNMT_XLA_CACHE": cache}, []),
         "kerasnmt translate, cache filled": ({"KERASNMT_XLA_CACHE": cache}, []),
         "kerasnmt translate --no-xla": ({}, ["--no-xla"]),

@@ -228,6 +228,7 @@ def translate(parser):
     parser.add_argument("--with-scores", action="store_true")
     parser.add_argument("--with-alignments", choices=("hard", "soft"))
     parser.add_argument("--batch-size", type=positive_int)
+    parser.add_argument("--xla", action="store_true")
 
 
 def _runner_call(parser, function):

@@ -77,10 +77,21 @@ logger = logging.getLogger(__name__)
 def cache_directory(environ):
     """The cache directory that `environ` (a mapping like `os.environ`) names, or None when
     it names none or `TF_XLA_FLAGS` already names one."""
-    if f"{_TENSORFLOW_FLAG}=" in environ.get("TF_XLA_FLAGS", ""):
+    if in_use(environ):
         return None
     directory = environ.get(ENVIRONMENT_VARIABLE)
     return os.path.expanduser(directory) if directory else None
+
+
+def in_use(environ=os.environ):
+    """Whether `TF_XLA_FLAGS` in `environ` names a persistent cache directory: after
+    `use_cache`, whenever a cache is on, kerasnmt's or the user's own.
+
+    Examples:
+        >>> in_use({}), in_use({"TF_XLA_FLAGS": "--tf_xla_persistent_cache_directory=/c"})
+        (False, True)
+    """
+    return f"{_TENSORFLOW_FLAG}=" in environ.get("TF_XLA_FLAGS", "")
 
 
 def maker():

@@ -15,7 +15,8 @@ import tensorflow as tf
 import yaml
 
 from kerasnmt import cli
-from kerasnmt.runner import file_translation
+from kerasnmt.runner import decoding_compilation, file_translation
+from kerasnmt.runner.decoding_compilation import XLA_MINIMUM_SENTENCES
 from kerasnmt.config import load_config
 from kerasnmt.export.ctranslate2 import read_translate_options
 from kerasnmt.data.lexical_shortlist import LexicalShortlist
@@ -123,11 +124,19 @@ def test_export_from_the_run_and_translate_through_the_saved_model(trained_run, 
     assert "was exported without alignments: export it again with --with-alignments" in err
 
 
-def test_translate_from_the_checkpoint_reads_stdin_without_xla(trained_run, capsys,
-                                                                monkeypatch):
-    """From stdin, with --no-xla (the compiled path: the other translate tests): the
-    same translations, and the decoding was not compiled."""
+@pytest.mark.parametrize("options, minimum_sentences, compiles", [
+    ([], XLA_MINIMUM_SENTENCES, False),  # a small file: graph mode
+    ([], 2, True),  # as many sentences as the minimum: XLA
+    (["--no-xla"], 2, False),
+    (["--xla"], XLA_MINIMUM_SENTENCES, True),
+])
+def test_translate_from_the_checkpoint_reads_stdin_with_or_without_xla(
+        trained_run, capsys, monkeypatch, options, minimum_sentences, compiles):
+    """From stdin: the same translations whether the decoding is compiled or not, and it
+    is compiled from `XLA_MINIMUM_SENTENCES` sentences or with --xla, never with --no-xla."""
     directory, config_path, _, sources, details = trained_run
+    assert len(sources) >= 2
+    monkeypatch.setattr(decoding_compilation, "XLA_MINIMUM_SENTENCES", minimum_sentences)
     stdin = io.TextIOWrapper(io.BytesIO(("\n".join(sources) + "\n").encode("utf-8")))
     monkeypatch.setattr("sys.stdin", stdin)
     compiled = []
@@ -135,9 +144,9 @@ def test_translate_from_the_checkpoint_reads_stdin_without_xla(trained_run, caps
     monkeypatch.setattr(Translator, "translate", lambda self, *arguments, **options: (
         compiled.append(options["jit_compile"]) or translate(self, *arguments, **options)))
     status, out, err = run_cli(capsys, "translate", "--config", config_path, "--n-best", "2",
-                               "--with-scores", "--no-xla")
+                               "--with-scores", *options)
     assert status == 0, err
-    assert compiled and set(compiled) == {False}
+    assert compiled and set(compiled) == {compiles}
     lines = out.splitlines()
     assert [line.split(" ||| ")[1] for line in lines] == [
         h["text"] for n_best in details for h in n_best]
@@ -358,6 +367,11 @@ def test_usage_and_input_errors(trained_run, capsys, tmp_path):
         cli.main(["translate", "--saved-model", str(tmp_path), "--shortlist", "vmap.txt"])
     assert exit_info.value.code == 2
     assert "--shortlist does not apply to --saved-model" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["translate", "--config", str(config_path), "--xla", "--no-xla",
+                  "--input", "unread.txt"])
+    assert exit_info.value.code == 2
+    assert "--xla and --no-xla do not go together" in capsys.readouterr().err
     status, out, err = run_cli(capsys, "export", tmp_path / "z", "--config", config_path,
                                "--shortlist", tmp_path / "no_vmap.txt")
     assert status == 2 and "no_vmap.txt" in err

@@ -27,7 +27,7 @@ ALLOWED_IMPORTS = {
     "training": {"training", "data"},
     "converters": {"converters", "models", "layers", "data", "training", "config"},
     "runner": {"runner", "models", "decoding", "export", "training", "data", "layers",
-               "config", "evaluation", "converters"},
+               "config", "evaluation", "converters", "xla_compilation_cache"},
 }
 
 

@@ -1,0 +1,55 @@
+"""Whether `kerasnmt translate` compiles a trained model's decoding with XLA.
+
+XLA compiles the decoding once for each source width its batches meet, seconds each, and
+then decodes faster than TensorFlow's graph mode; for a small file the compilation costs
+more than it saves. Measured from the first batch, 2 cores with AVX-512, 2026-12-05: the
+11.7M-parameter reference model of `bench/decode_speed.py` translated the 1,000
+sentences of `test_2016_flickr` (beam 4, batches of 32) in 31.7 s compiled and 34.7 s in
+graph mode, of which 17.5 s and 11.5 s fixed costs (tracing, compiling), then 14.2 s
+against 23.2 s a warm pass: graph mode finishes first below about 670 sentences. The
+quickstart model's break-even was about 3,700. So a file of fewer than
+`XLA_MINIMUM_SENTENCES` sentences is decoded in graph mode, unless a persistent XLA
+cache is on (`KERASNMT_XLA_CACHE`: its programs load instead of compiling) or `--xla`
+asks for XLA; `--no-xla` never compiles. Both give the same translations; their scores
+may differ in the sixth decimal (XLA fuses the arithmetic differently).
+"""
+
+from kerasnmt import xla_compilation_cache
+from kerasnmt.runner.option_error import OptionError
+
+XLA_MINIMUM_SENTENCES = 500
+
+
+def check_compilation_options(xla, no_xla):
+    """Raises an `OptionError` for `--xla` with `--no-xla`, before any input is read."""
+    if xla and no_xla:
+        raise OptionError("--xla and --no-xla do not go together")
+
+
+def compiles_decoding(sentence_count, xla=False, no_xla=False, cache_in_use=None):
+    """Whether to compile the decoding of `sentence_count` sentences with XLA.
+
+    Args:
+        sentence_count: the sentences of the file.
+        xla: compile whatever the count (`--xla`).
+        no_xla: never compile (`--no-xla`).
+        cache_in_use: whether a persistent XLA cache is on; default: whether
+            `TF_XLA_FLAGS` names one (`kerasnmt.xla_compilation_cache.in_use`).
+
+    Raises:
+        OptionError: `xla` and `no_xla` together.
+
+    Examples:
+        >>> compiles_decoding(100, cache_in_use=False), compiles_decoding(5000, cache_in_use=False)
+        (False, True)
+        >>> compiles_decoding(100, cache_in_use=True), compiles_decoding(100, xla=True)
+        (True, True)
+        >>> compiles_decoding(5000, no_xla=True)
+        False
+    """
+    check_compilation_options(xla, no_xla)
+    if xla or no_xla:
+        return bool(xla)
+    if cache_in_use is None:
+        cache_in_use = xla_compilation_cache.in_use()
+    return cache_in_use or sentence_count >= XLA_MINIMUM_SENTENCES
