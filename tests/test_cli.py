@@ -311,12 +311,13 @@ def test_command_line_process_exits_2_without_traceback(tmp_path):
 def test_the_command_ends_after_its_output_and_exit_handlers(tmp_path):
     """`console_main` (the `kerasnmt` command) ends the process without tearing TensorFlow
     down, but only once what the command printed is flushed and the exit handlers (such
-    as the XLA cache's record) have run, with the command's status."""
+    as the XLA cache's record) have run, with the command's status; the objects that
+    existed before the command are out of garbage collection (`gc.freeze`)."""
     tokens, vocabulary = tmp_path / "train.tok", tmp_path / "vocab.txt"
     tokens.write_text("a b\nb c\n", encoding="utf-8")
     script = (
-        "import atexit, sys\n"
-        "atexit.register(lambda: print('exit handler ran'))\n"
+        "import atexit, gc, sys\n"
+        "atexit.register(lambda: print('exit handler ran, frozen:', gc.get_freeze_count() > 0))\n"
         "from kerasnmt.cli import console_main\n"
         f"sys.argv = ['kerasnmt', 'build-vocab', {str(tokens)!r}, '-o', {str(vocabulary)!r}]\n"
         "console_main()\n"
@@ -325,7 +326,8 @@ def test_the_command_ends_after_its_output_and_exit_handlers(tmp_path):
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                             timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stdout.splitlines() == [f"wrote {vocabulary} (6 entries)", "exit handler ran"]
+    assert result.stdout.splitlines() == [f"wrote {vocabulary} (6 entries)",
+                                          "exit handler ran, frozen: True"]
 
 
 def test_build_vocab_reuses_a_vocabulary_built_from_the_same_inputs(tmp_path, capsys, tokenized):

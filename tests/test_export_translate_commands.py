@@ -53,6 +53,10 @@ def trained_run(tmp_path_factory):
     return directory, config_path, translator, sources, details
 
 
+def grappler_off():
+    return tf.config.optimizer.get_experimental_options().get("disable_meta_optimizer", False)
+
+
 def run_cli(capsys, *argv):
     status = cli.main([str(arg) for arg in argv])
     captured = capsys.readouterr()
@@ -133,7 +137,8 @@ def test_export_from_the_run_and_translate_through_the_saved_model(trained_run, 
 def test_translate_from_the_checkpoint_reads_stdin_with_or_without_xla(
         trained_run, capsys, monkeypatch, options, minimum_sentences, compiles):
     """From stdin: the same translations whether the decoding is compiled or not, and it
-    is compiled from `XLA_MINIMUM_SENTENCES` sentences or with --xla, never with --no-xla."""
+    is compiled from `XLA_MINIMUM_SENTENCES` sentences or with --xla, never with --no-xla;
+    graph mode runs with Grappler off, XLA with it on, and the option is restored after."""
     directory, config_path, _, sources, details = trained_run
     assert len(sources) >= 2
     monkeypatch.setattr(decoding_compilation, "XLA_MINIMUM_SENTENCES", minimum_sentences)
@@ -142,11 +147,13 @@ def test_translate_from_the_checkpoint_reads_stdin_with_or_without_xla(
     compiled = []
     translate = Translator.translate
     monkeypatch.setattr(Translator, "translate", lambda self, *arguments, **options: (
-        compiled.append(options["jit_compile"]) or translate(self, *arguments, **options)))
+        compiled.append((options["jit_compile"], grappler_off()))
+        or translate(self, *arguments, **options)))
     status, out, err = run_cli(capsys, "translate", "--config", config_path, "--n-best", "2",
                                "--with-scores", *options)
     assert status == 0, err
-    assert compiled and set(compiled) == {compiles}
+    assert compiled and set(compiled) == {(compiles, not compiles)}
+    assert not grappler_off()
     lines = out.splitlines()
     assert [line.split(" ||| ")[1] for line in lines] == [
         h["text"] for n_best in details for h in n_best]

@@ -1,5 +1,8 @@
 """Batches of sentences translated by a `Translator` with a run's decoding options."""
 
+import contextlib
+
+from kerasnmt.runner.decoding_compilation import without_graph_optimizer
 from kerasnmt.runner.decoding_model import decoding_sampler
 from kerasnmt.runner.run_model import decoding_options
 
@@ -13,7 +16,8 @@ class CheckpointTranslator:
         n_best: hypotheses returned a sentence.
         batch_size: sentences decoded together.
         early_exit: stop a beam once every sentence's n-best finished.
-        jit_compile: compile the decoding with XLA.
+        jit_compile: compile the decoding with XLA; without it, the decoding runs in graph
+            mode with Grappler off (`kerasnmt.runner.decoding_compilation`).
         shortlist: a `LexicalShortlist`, or None.
 
     Call arguments:
@@ -43,9 +47,10 @@ class CheckpointTranslator:
         self.options = decoding_options(config) if config else {}
 
     def __call__(self, sentences):
-        results = self.translator.translate(
-            sentences, sampler=self.sampler, batch_size=self.batch_size, return_details=True,
-            replace_unknown_target=self.replace_unknown_target, shortlist=self.shortlist,
-            jit_compile=self.jit_compile, **self.options,
-        )
+        with (contextlib.nullcontext() if self.jit_compile else without_graph_optimizer()):
+            results = self.translator.translate(
+                sentences, sampler=self.sampler, batch_size=self.batch_size,
+                return_details=True, replace_unknown_target=self.replace_unknown_target,
+                shortlist=self.shortlist, jit_compile=self.jit_compile, **self.options,
+            )
         return [n_best[: self.n_best] for n_best in results]
