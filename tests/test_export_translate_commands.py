@@ -5,6 +5,7 @@ import io
 import os
 import pathlib
 import shutil
+import subprocess
 import sys
 
 import ctranslate2
@@ -244,6 +245,22 @@ def test_translate_output_is_replaced_only_when_complete(trained_run, capsys, mo
     assert output.read_text(encoding="utf-8").splitlines() == [
         n_best[0]["text"] for n_best in details]
     assert os.listdir(output.parent) == ["val.out"]
+
+
+def test_translate_stops_quietly_when_its_reader_stops_reading(trained_run):
+    """`kerasnmt translate ... | head`: once the reader has closed the pipe, the command
+    ends with status 0 and nothing on stderr about it (it said `error: [Errno 32] Broken
+    pipe` and exited 2)."""
+    directory, config_path, *_ = trained_run
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kerasnmt.cli", "translate", "--config", str(config_path),
+         "--input", str(directory / "val.src")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    process.stdout.close()  # the reader is gone before the first translation is written
+    errors = process.stderr.read()
+    assert process.wait(timeout=300) == 0, errors[-2000:]
+    assert "Broken pipe" not in errors and "error" not in errors.lower()
 
 
 def test_translate_names_the_stdin_line_that_is_not_utf8(trained_run, capsys, monkeypatch):

@@ -1,6 +1,7 @@
 """`kerasnmt translate`: a file of sentences translated in order, written whole or not at
 all, with an exported SavedModel or a trained model."""
 
+import os
 import sys
 
 import numpy as np
@@ -133,7 +134,7 @@ def translate_file(input=None, output=None, saved_model=None, config=None, check
         for hypothesis in n_best_list
     )
     if not output:
-        sys.stdout.writelines(lines)
+        write_to_stdout(lines)
     else:
         with result_file(output, expected_lines=len(sentences) * n_best) as stream:
             stream.writelines(lines)
@@ -143,6 +144,17 @@ def translate_file(input=None, output=None, saved_model=None, config=None, check
             [np.zeros([0], np.int32)] + translate_batch.unknown_source_tokens)
     report_unknown_source_tokens(unknown, translator)
     return len(sentences)
+
+
+def write_to_stdout(lines):
+    """Writes `lines` to stdout, and stops quietly when its reader has stopped reading
+    (`kerasnmt translate ... | head`), as Unix tools do: stdout then goes to /dev/null, so
+    that the flush at exit does not fail again."""
+    try:
+        sys.stdout.writelines(lines)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def read_sentences(path):
