@@ -120,11 +120,12 @@ def translate_file(input=None, output=None, saved_model=None, config=None, check
         sentences = read_sentences(input)
     else:
         check_n_best(given_n_best, config)
+        shortlist = build_shortlist(config, translator.preprocessor, shortlist)
+        # Whether XLA pays depends on how many sentences there are.
         sentences = read_sentences(input)
         translate_batch = CheckpointTranslator(
             translator, config, n_best, batch_size, early_exit,
-            compiles_decoding(len(sentences), xla, no_xla),
-            build_shortlist(config, translator.preprocessor, shortlist),
+            compiles_decoding(len(sentences), xla, no_xla), shortlist,
         )
     unknown = None if saved_model else count_unknown_source_tokens(translator, sentences)
     lines = (
