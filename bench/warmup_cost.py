@@ -4,6 +4,7 @@ the XLA programs it compiled, their compile time and the memory it added.
     python bench/warmup_cost.py saved_models/quickstart/1
     python bench/warmup_cost.py saved_models/quickstart/1 --requests 10   # the first 10 only
     python bench/warmup_cost.py saved_models/quickstart/1 --threads 2     # 2 at once
+    python bench/warmup_cost.py saved_models/quickstart/1 --loader session  # TF Serving's
 
 Loads the SavedModel as `bench/serve_latency.py` does (a process without Keras or
 kerasnmt), then sends the requests of `assets.extra/tf_serving_warmup_requests` one at a
@@ -22,7 +23,13 @@ resident memory (VmHWM). With `--threads N` (TF Serving's `num_model_warmup_thre
 `kerasnmt.export.serving_warmup.warm_up(..., num_threads=N)`), N requests run at once and
 only the totals are printed: the warm-up's wall-clock seconds, its programs and their
 compile seconds (summed over the threads), the peak memory. The process's first
-compilation also pays XLA's own start (tens of MB of memory).
+compilation also pays XLA's own start (hundreds of MB of memory).
+
+`--loader session` loads the SavedModel as TF Serving does, with the TensorFlow 1 session
+loader (`tf.compat.v1.saved_model.loader.load`: the same C++ `DirectSession` and function
+runtime), and runs each request with `Session.run`. The default, `tf.saved_model.load`,
+also rebuilds each traced function as a Python graph, which holds a few hundred MB that
+TF Serving does not: the session loader's memory is the nearer one to a server's.
 """
 
 import argparse
@@ -101,6 +108,8 @@ def main():
                         help="send only the first N requests of the warm-up file (0: all)")
     parser.add_argument("--threads", type=int, default=1,
                         help="requests sent at once (default 1, as TF Serving by default)")
+    parser.add_argument("--loader", choices=("eager", "session"), default="eager",
+                        help="tf.saved_model.load (default) or TF Serving's session loader")
     args = parser.parse_args()
     if args.threads < 1:
         parser.error(f"--threads: at least 1, got {args.threads}")
@@ -111,7 +120,7 @@ def main():
         tf = import_tensorflow_alone()
         start_mib = memory_mib("VmRSS")
         begin = time.perf_counter()
-        model = tf.saved_model.load(args.saved_model)
+        send = loaded(tf, args.saved_model, args.loader)
         load_seconds = time.perf_counter() - begin
         load_compiles = compilations(log.new_lines())
         loaded_mib = memory_mib("VmRSS")
@@ -119,20 +128,21 @@ def main():
         if args.threads > 1:
             begin = time.perf_counter()
             with concurrent.futures.ThreadPoolExecutor(args.threads) as pool:
-                list(pool.map(lambda request: send(tf, model, *request), requests))
+                list(pool.map(lambda request: send(*request), requests))
             seconds = time.perf_counter() - begin
             compiles = compilations(log.new_lines())
         else:
             for signature, inputs in requests:
                 before_mib = memory_mib("VmRSS")
                 begin = time.perf_counter()
-                send(tf, model, signature, inputs)
+                send(signature, inputs)
                 seconds = time.perf_counter() - begin
                 after_mib = memory_mib("VmRSS")
                 rows.append((signature, *describe(inputs), seconds,
                              compilations(log.new_lines()), after_mib, after_mib - before_mib))
 
-    print(f"SavedModel {args.saved_model}: TensorFlow {tf.__version__}, {os.cpu_count()} CPUs")
+    print(f"SavedModel {args.saved_model}: TensorFlow {tf.__version__}, {os.cpu_count()} CPUs, "
+          f"{args.loader} loader")
     print(f"load: {load_seconds:.1f} s, {len(load_compiles)} programs compiled, resident "
           f"{start_mib:.0f} -> {loaded_mib:.0f} MiB")
     if args.threads > 1:
@@ -154,9 +164,23 @@ def main():
     print_memory()
 
 
-def send(tf, model, signature, inputs):
-    """One warm-up request through the loaded model."""
-    model.signatures[signature](**{name: tf.constant(value) for name, value in inputs.items()})
+def loaded(tf, saved_model, loader):
+    """Loads `saved_model` with `loader` ("eager" or "session") and returns `send(signature,
+    inputs)`, which runs one warm-up request through it."""
+    if loader == "eager":
+        model = tf.saved_model.load(saved_model)
+        return lambda signature, inputs: model.signatures[signature](
+            **{name: tf.constant(value) for name, value in inputs.items()})
+    session = tf.compat.v1.Session(graph=tf.Graph())
+    signatures = tf.compat.v1.saved_model.loader.load(session, ["serve"], saved_model)
+    signatures = signatures.signature_def
+
+    def send(signature, inputs):
+        definition = signatures[signature]
+        session.run([output.name for output in definition.outputs.values()],
+                    {definition.inputs[name].name: value for name, value in inputs.items()})
+
+    return send
 
 
 def print_memory():
