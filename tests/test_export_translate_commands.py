@@ -17,7 +17,7 @@ import yaml
 
 from kerasnmt import cli
 from kerasnmt.runner import decoding_compilation, file_translation
-from kerasnmt.runner.decoding_compilation import XLA_MINIMUM_SENTENCES
+from kerasnmt.runner.decoding_compilation import XLA_MINIMUM_SENTENCES, graph_optimizer_off
 from kerasnmt.config import load_config
 from kerasnmt.export.ctranslate2 import read_translate_options
 from kerasnmt.data.lexical_shortlist import LexicalShortlist
@@ -52,10 +52,6 @@ def trained_run(tmp_path_factory):
         jit_compile=False,
     )
     return directory, config_path, translator, sources, details
-
-
-def grappler_off():
-    return tf.config.optimizer.get_experimental_options().get("disable_meta_optimizer", False)
 
 
 def run_cli(capsys, *argv):
@@ -148,13 +144,13 @@ def test_translate_from_the_checkpoint_reads_stdin_with_or_without_xla(
     compiled = []
     translate = Translator.translate
     monkeypatch.setattr(Translator, "translate", lambda self, *arguments, **options: (
-        compiled.append((options["jit_compile"], grappler_off()))
+        compiled.append((options["jit_compile"], graph_optimizer_off()))
         or translate(self, *arguments, **options)))
     status, out, err = run_cli(capsys, "translate", "--config", config_path, "--n-best", "2",
                                "--with-scores", *options)
     assert status == 0, err
     assert compiled and set(compiled) == {(compiles, not compiles)}
-    assert not grappler_off()
+    assert not graph_optimizer_off()
     lines = out.splitlines()
     assert [line.split(" ||| ")[1] for line in lines] == [
         h["text"] for n_best in details for h in n_best]

@@ -70,6 +70,12 @@ def compiles_decoding(sentence_count, xla=False, no_xla=False, cache_in_use=None
     return cache_in_use or sentence_count >= XLA_MINIMUM_SENTENCES
 
 
+def graph_optimizer_off():
+    """Whether TensorFlow's graph optimizer (Grappler) is off: its `disable_meta_optimizer`
+    option, False until someone sets it."""
+    return tf.config.optimizer.get_experimental_options().get("disable_meta_optimizer", False)
+
+
 @contextlib.contextmanager
 def without_graph_optimizer():
     """Runs the block with TensorFlow's graph optimizer off (`disable_meta_optimizer`), and
@@ -77,13 +83,12 @@ def without_graph_optimizer():
 
     Examples:
         >>> with without_graph_optimizer():
-        ...     tf.config.optimizer.get_experimental_options()["disable_meta_optimizer"]
+        ...     graph_optimizer_off()
         True
-        >>> tf.config.optimizer.get_experimental_options().get("disable_meta_optimizer", False)
+        >>> graph_optimizer_off()
         False
     """
-    before = tf.config.optimizer.get_experimental_options().get("disable_meta_optimizer",
-                                                                 False)
+    before = graph_optimizer_off()
     tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
     try:
         yield
